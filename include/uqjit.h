@@ -1,0 +1,410 @@
+/* uqjit: run-time specialized decode attention for the UltraQuant 4-bit KV
+ * cache (see docs/FORMAT.md for the contract this library honours).
+ *
+ * Conventions: every function that can fail returns 0 on success or a
+ * negative UQ_E* status; uq_strerror() names it and uq_last_error() gives
+ * the detail of the calling thread's last failure (a compiler log, a
+ * dlerror text, which argument was refused). Pointers a function returns
+ * are owned by the caller and released with uq_free() unless the comment
+ * says otherwise. */
+#ifndef UQJIT_H
+#define UQJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(UQ_BUILDING_LIBRARY) && defined(__GNUC__)
+#define UQ_EXTERN __attribute__((visibility("default")))
+#else
+#define UQ_EXTERN /* nothing */
+#endif
+
+#define UQ_VERSION_MAJOR 0
+#define UQ_VERSION_MINOR 1
+#define UQ_VERSION_PATCH 0
+#define UQ_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------ */
+/* Status codes: one list generates the enum, uq_strerror, uq_err_name. */
+
+#define UQ_ERRNO_MAP(XX)                                                     \
+  XX(EINVAL, -1, "invalid argument")                                         \
+  XX(ENOMEM, -2, "out of memory")                                            \
+  XX(EOVERFLOW, -3, "size overflows")                                        \
+  XX(EALIGN, -4, "misaligned pointer")                                       \
+  XX(EUNSUPPORTED, -5, "shape not eligible for the UltraQuant decode path")  \
+  XX(ENOCOMPILER, -6, "no compiler found for the target")                    \
+  XX(ECOMPILE, -7, "kernel compilation failed")                              \
+  XX(ENOJIT, -8, "kernel not in cache and UQJIT_DISABLE_JIT is set")         \
+  XX(EIO, -9, "input/output error")                                          \
+  XX(ECORRUPT, -10, "corrupt cache entry")                                   \
+  XX(EPERM, -11, "refused: directory is writable by another user")           \
+  XX(ENODEV, -12, "no GPU device or runtime found")                          \
+  XX(EDEVICE, -13, "GPU runtime call failed")                                \
+  XX(ENOENT, -14, "not found")                                               \
+  XX(ENOSPC, -15, "no space left on device")
+
+typedef enum {
+#define UQ__ERRNO_ENUM(name, value, text) UQ_##name = value,
+  UQ_ERRNO_MAP(UQ__ERRNO_ENUM)
+#undef UQ__ERRNO_ENUM
+  UQ_OK = 0
+} uq_status;
+
+/* Static text for a status ("invalid argument"); never NULL. */
+UQ_EXTERN const char *uq_strerror(int status);
+/* Static name for a status ("UQ_EINVAL"); never NULL. */
+UQ_EXTERN const char *uq_err_name(int status);
+/* Detail of the calling thread's last failure ("" if none). Valid until the
+ * thread's next uqjit call. */
+UQ_EXTERN const char *uq_last_error(void);
+
+UQ_EXTERN const char *uq_version_string(void);
+
+/* Release memory returned by uqjit (sources, names, reports). NULL is ok. */
+UQ_EXTERN void uq_free(void *ptr);
+
+/* ------------------------------------------------------------------ */
+/* The format (FORMAT.md sections 1-4).                                 */
+
+typedef enum {
+  UQ_DTYPE_BF16 = 1,
+  UQ_DTYPE_FP16 = 2,
+  UQ_DTYPE_FP32 = 3
+} uq_dtype;
+
+/* Byte offsets inside one slot for head_dim D (a multiple of 32). */
+typedef struct uq_slot_layout {
+  uint32_t head_dim;
+  uint32_t k_codes;  /* 0 */
+  uint32_t k_scales; /* D/2 */
+  uint32_t v_codes;  /* D/2 + D/32 */
+  uint32_t v_scales; /* D + D/32 */
+  uint32_t size;     /* D + 2*D/32 */
+} uq_slot_layout;
+
+/* Fills *out for head_dim (a positive multiple of 32). UQ_EINVAL otherwise. */
+UQ_EXTERN int uq_slot_layout_get(int head_dim, uq_slot_layout *out);
+/* Slot size in bytes, or 0 when head_dim is not a positive multiple of 32. */
+UQ_EXTERN size_t uq_slot_size(int head_dim);
+
+/* FP4 E2M1 code (0..15) -> value. */
+UQ_EXTERN float uq_fp4_value(unsigned code);
+/* UE8M0 byte -> 2^(byte-127); byte 0 -> 0. */
+UQ_EXTERN float uq_ue8m0_value(uint8_t byte);
+
+/* Encodes one group of 32 fp32 values (FORMAT.md section 3): writes the
+ * UE8M0 byte and 16 packed code bytes (even element in the low nibble). */
+UQ_EXTERN void uq_encode_group(const float x[32], uint8_t *scale_byte,
+                               uint8_t packed[16]);
+
+/* In-place fast Walsh-Hadamard transform of n = 2^k >= 1 fp32 values with
+ * unnormalised butterflies in stage order 1, 2, 4, ... then one multiply by
+ * (float)(1/sqrt(n)). UQ_EINVAL when n is not a power of two. */
+UQ_EXTERN int uq_fwht(float *x, int n);
+
+/* fp32 -> FP8 E4M3FN (round to nearest even, saturating at +-448) -> fp32.
+ * NaN stays NaN. */
+UQ_EXTERN float uq_haircut_e4m3(float x);
+
+/* Scalar conversions used by every host path (round to nearest even). */
+UQ_EXTERN float uq_bf16_to_float(uint16_t h);
+UQ_EXTERN uint16_t uq_float_to_bf16(float f);
+UQ_EXTERN float uq_fp16_to_float(uint16_t h);
+UQ_EXTERN uint16_t uq_float_to_fp16(float f);
+
+/* Encodes one token of one kv head: K (rotated first) and V rows of
+ * head_dim elements of `dtype` into the slot (at least uq_slot_size bytes).
+ * head_dim must be a power of two >= 32. */
+UQ_EXTERN int uq_encode_slot(int head_dim, uq_dtype dtype, const void *k,
+                             const void *v, uint8_t *slot);
+
+/* Decodes a slot: k_rot = dequantized rotated K, v = dequantized V
+ * (head_dim floats each; either may be NULL). */
+UQ_EXTERN int uq_decode_slot(int head_dim, const uint8_t *slot, float *k_rot,
+                             float *v);
+
+/* ------------------------------------------------------------------ */
+/* Decode shapes, the launcher policy (FORMAT.md section 6) and keys.  */
+
+/* A decode shape. Fill with uq_shape_init() then set fields; 0 means the
+ * default where one is stated. Strides are in elements. */
+typedef struct uq_shape {
+  int32_t batch;              /* B: sequences in this call (and the workspace's max) */
+  int32_t num_q_heads;        /* Hq */
+  int32_t num_kv_heads;       /* Hk */
+  int32_t head_dim;           /* D */
+  int32_t block_size;         /* tokens per cache block */
+  int32_t max_blocks_per_seq; /* block table row length */
+  int32_t padded_slot;        /* bytes per slot in the cache; 0 = slot size rounded up to 4 */
+  int32_t max_num_kv_splits;  /* 0 = 32 */
+  float scale;                /* softmax scale; 0 = 1/sqrt(D) */
+  int32_t has_sinks;          /* attention sinks: refused */
+  int32_t sliding_window;     /* > 0: refused */
+  uq_dtype q_dtype;           /* query and output dtype: bf16 (default) or fp16 */
+  int64_t q_stride_seq;       /* 0 = Hq * D */
+  int64_t q_stride_head;      /* 0 = D */
+} uq_shape;
+
+UQ_EXTERN void uq_shape_init(uq_shape *shape);
+
+typedef enum {
+  UQ_KERNEL_DECODE = 1,   /* decode over one (seq, kv head, partition) */
+  UQ_KERNEL_REDUCE = 2,   /* partition reduce */
+  UQ_KERNEL_PROLOGUE = 3, /* query rotation + haircut into the workspace */
+  UQ_KERNEL_STORE = 4     /* K/V rows -> slots */
+} uq_kernel_kind;
+
+#define UQ_TARGET_MAX 48
+
+/* A kernel specialization key: byte-reproducible (memset then fill), so it
+ * can be hashed and compared as bytes. Fields a kind does not use are 0. */
+typedef struct uq_key {
+  uint32_t kind;                 /* uq_kernel_kind */
+  uint32_t dtype;                /* uq_dtype of query/output (decode, reduce, prologue) or K/V rows (store) */
+  int32_t head_dim;
+  int32_t num_kv_heads;
+  int32_t num_partitions;
+  int32_t max_blocks_per_seq;
+  int32_t query_group_size;
+  int32_t kv_block_size;
+  int32_t padded_slot;
+  int32_t fuse_qrot;
+  int32_t tile_groups_per_partition;
+  int32_t reserved0;
+  int64_t scale_e8;              /* round(scale, 8) as llround(scale * 1e8) */
+  int64_t stride_q_seq;
+  int64_t stride_q_head;
+  char target[UQ_TARGET_MAX];    /* canonical target, e.g. "gfx950", "sm_90" */
+} uq_key;
+
+/* Readable name spelling out every field, e.g.
+ * "uq_decode_gfx950_bf16_d256_hk1_p16_mb64_s0.06250000_qg8_bs32_ps272_fq1_t1_sq2048_sh256".
+ * Writes at most n bytes (NUL included); returns the length it needed. */
+UQ_EXTERN int uq_key_name(const uq_key *key, char *buf, size_t n);
+/* Inverse of uq_key_name. UQ_EINVAL on a malformed name. */
+UQ_EXTERN int uq_key_parse(const char *name, uq_key *key);
+/* Checks that a key is one uqjit can generate. UQ_EINVAL otherwise. */
+UQ_EXTERN int uq_key_validate(const uq_key *key);
+
+#define UQ_PLAN_MAX_KERNELS 3
+#define UQ_REASON_MAX 160
+
+/* What a decode of a shape needs: eligibility, sizing, kernels, grids and
+ * the workspace. A plain value; nothing to free. */
+typedef struct uq_plan {
+  int32_t eligible;
+  char reason[UQ_REASON_MAX];      /* why not eligible ("" when eligible) */
+  int32_t num_partitions;          /* P */
+  int32_t tile_groups_per_partition;
+  int32_t query_group_size;        /* QG */
+  int32_t fuse_qrot;
+  int32_t padded_slot;             /* resolved */
+  float scale;                     /* resolved */
+  uint32_t decode_grid[3];         /* (B, Hk, P) */
+  uint32_t reduce_grid[3];         /* (B, Hq, D/64) */
+  uint32_t prologue_grid[3];       /* (B, Hq, 1) when not fused, else 0 */
+  uint32_t block_threads;          /* threads per block of the decode kernel */
+  /* Workspace layout in bytes (offsets 256-byte aligned). */
+  size_t ws_segm_out;              /* bf16 [B, Hk, P, QG, D] */
+  size_t ws_segm_max;              /* fp32 [B, Hk, P, QG] */
+  size_t ws_segm_sum;              /* fp32 [B, Hk, P, QG] */
+  size_t ws_q_rot;                 /* fp32 [B, Hq, D] when not fused; else 0 */
+  size_t workspace_bytes;
+  int32_t num_kernels;             /* decode, reduce[, prologue] */
+  uq_key kernels[UQ_PLAN_MAX_KERNELS];
+} uq_plan;
+
+/* Plans a decode of `shape` for `target` (e.g. "gfx950", "sm_90"; NULL =
+ * "generic"). An ineligible shape is not an error: returns 0 with
+ * plan->eligible = 0 and the reason. UQ_EINVAL / UQ_EOVERFLOW for
+ * malformed shapes (non-positive sizes, Hq % Hk != 0, overflowing sizes). */
+UQ_EXTERN int uq_plan_make(const uq_shape *shape, const char *target,
+                           uq_plan *plan);
+
+/* Key of the store kernel for rows of `dtype`. */
+UQ_EXTERN int uq_store_key(int head_dim, int num_kv_heads, int padded_slot,
+                           uq_dtype dtype, const char *target, uq_key *key);
+
+/* ------------------------------------------------------------------ */
+/* The CPU reference (double precision) and CPU store: the golden model. */
+
+/* Host (or device, for uq_decode) buffers of one decode call. */
+typedef struct uq_decode_args {
+  const void *query;          /* [B, Hq, D] of q_dtype, strides from the shape */
+  const uint8_t *kv_cache;    /* [num_blocks, block_size, Hk, padded_slot] */
+  int64_t num_blocks;         /* blocks in kv_cache (bounds for the block table) */
+  const int32_t *block_table; /* [B, max_blocks_per_seq] */
+  const int32_t *seq_lens;    /* [B], 1 <= seq_len <= max_blocks_per_seq*block_size */
+  void *out;                  /* [B, Hq, D] of q_dtype, contiguous */
+} uq_decode_args;
+
+/* Computes the decode on the CPU in double precision from the encoded
+ * cache, with the query rotated and haircut, and writes `out` in the query
+ * dtype. Refuses (and writes nothing) on bad input. Does not require the
+ * shape to be eligible for the fast path (any D that is a power of 2). */
+UQ_EXTERN int uq_reference_decode(const uq_shape *shape,
+                                  const uq_decode_args *args);
+/* Same, writing fp64 [B, Hq, D] to out64 instead of args->out (may be NULL). */
+UQ_EXTERN int uq_reference_decode_f64(const uq_shape *shape,
+                                      const uq_decode_args *args,
+                                      double *out64);
+
+/* K/V rows of one store call. Row t, head h starts at element
+ * t*stride_token + h*stride_head. */
+typedef struct uq_store_args {
+  const void *k;              /* [T, Hk, D] of dtype */
+  const void *v;
+  int64_t k_stride_token, k_stride_head; /* 0 = Hk*D, D */
+  int64_t v_stride_token, v_stride_head;
+  const int64_t *slot_mapping; /* [T]: slot = block * block_size + row; < 0 = skip */
+  int64_t num_tokens;
+  uint8_t *kv_cache;          /* [num_blocks, block_size, Hk, padded_slot] */
+  int64_t num_blocks;
+  int32_t block_size;
+  int32_t num_kv_heads;
+  int32_t head_dim;
+  int32_t padded_slot;        /* 0 = slot size rounded up to 4 */
+  uq_dtype dtype;
+} uq_store_args;
+
+/* Encodes rows into slots on the CPU. Skipped slots are untouched. */
+UQ_EXTERN int uq_reference_store(const uq_store_args *args);
+
+/* ------------------------------------------------------------------ */
+/* Contexts, kernel sources, compilation and the code-object cache.    */
+
+typedef struct uq_context uq_context;
+
+typedef struct uq_context_options {
+  const char *target;    /* NULL: the device's target; required when device < 0 */
+  int device;            /* GPU ordinal; -1: no device (generate and compile only) */
+  const char *cache_dir; /* writable cache directory; NULL: UQJIT_CACHE_DIR, XDG, ~/.cache */
+  int use_disk_cache;    /* 1 (default): read and write the on-disk cache */
+} uq_context_options;
+
+UQ_EXTERN void uq_context_options_init(uq_context_options *opts);
+/* Creates a context (opts NULL = defaults with device 0). Nothing is
+ * loaded until first use. The caller destroys it. */
+UQ_EXTERN int uq_context_create(const uq_context_options *opts,
+                                uq_context **out);
+UQ_EXTERN void uq_context_destroy(uq_context *ctx);
+/* The context's canonical target string (owned by the context). */
+UQ_EXTERN const char *uq_context_target(const uq_context *ctx);
+
+/* Generated source of a key (NUL-terminated; caller frees with uq_free). */
+UQ_EXTERN int uq_kernel_source(const uq_key *key, char **src, size_t *len);
+
+/* Progress of uq_compile_keys: called once per key, from any thread but
+ * never concurrently. `from_cache` is 1 for a disk or memory hit. */
+typedef void (*uq_progress_fn)(void *user, size_t done, size_t total,
+                               const uq_key *key, int status, int from_cache);
+
+typedef struct uq_compile_summary {
+  uint64_t keys;      /* distinct keys asked for */
+  uint64_t compiled;  /* compiled now */
+  uint64_t hits;      /* found on disk or in memory */
+  uint64_t failed;
+  double seconds;     /* wall time of the call */
+} uq_compile_summary;
+
+/* Compiles (or finds in the cache) every key for its target with `jobs`
+ * threads (0 = number of CPUs). Does not need a device. Returns the first
+ * failure's status; the rest are still attempted. */
+UQ_EXTERN int uq_compile_keys(uq_context *ctx, const uq_key *keys, size_t n,
+                              int jobs, uq_progress_fn progress, void *user,
+                              uq_compile_summary *summary);
+
+/* Counters of a context's specialization table. */
+typedef struct uq_stats {
+  uint64_t hits;         /* table hits */
+  uint64_t misses;       /* table misses */
+  uint64_t disk_hits;    /* misses served from the disk cache */
+  uint64_t compiles;     /* misses that ran a compiler */
+  double compile_seconds;
+} uq_stats;
+UQ_EXTERN int uq_get_stats(const uq_context *ctx, uq_stats *stats);
+
+/* Resource usage of a code object, as far as the tools found can tell
+ * (-1 = unknown). */
+typedef struct uq_code_info {
+  char isa[64];
+  char compiler[128];    /* identity of the compiler that built it */
+  int32_t vgprs, sgprs, agprs, registers;
+  int32_t lds_bytes;     /* group segment / static shared memory */
+  int32_t scratch_bytes; /* private segment / local memory per thread */
+} uq_code_info;
+
+/* The code object of a key (compiled or from cache); caller frees *obj. */
+UQ_EXTERN int uq_code_object(uq_context *ctx, const uq_key *key, void **obj,
+                             size_t *len, uq_code_info *info);
+/* Disassembly of a code object (comgr, else llvm-objdump-22 / cuobjdump);
+ * caller frees *text. UQ_ENOENT when no disassembler is found. */
+UQ_EXTERN int uq_code_disassemble(const char *target, const void *obj,
+                                  size_t len, char **text,
+                                  uq_code_info *info);
+
+/* A report of compilers, runtimes, devices and cache directories found
+ * (caller frees). */
+UQ_EXTERN int uq_info_report(char **text);
+
+/* Cache maintenance on one directory (NULL = the default writable one). */
+typedef struct uq_cache_entry {
+  const char *path;      /* valid during the callback only */
+  const char *target;
+  uint64_t size;
+  int64_t mtime;
+  int valid;             /* header and payload verified */
+} uq_cache_entry;
+typedef int (*uq_cache_visit_fn)(void *user, const uq_cache_entry *entry);
+/* Calls visit for each entry (stops when it returns non-zero). */
+UQ_EXTERN int uq_cache_list(const char *dir, uq_cache_visit_fn visit,
+                            void *user);
+/* Verifies every entry; counts valid and bad ones. Bad ones are kept. */
+UQ_EXTERN int uq_cache_verify(const char *dir, uint64_t *good, uint64_t *bad);
+/* Removes bad entries and stale temporary files, then the least recently
+ * used entries until the total is <= max_bytes. */
+UQ_EXTERN int uq_cache_prune(const char *dir, uint64_t max_bytes,
+                             uint64_t *removed, uint64_t *bytes_left);
+/* The writable cache directory in effect (caller frees). */
+UQ_EXTERN int uq_cache_default_dir(char **dir);
+
+/* ------------------------------------------------------------------ */
+/* Launching on the GPU. Buffers in uq_decode_args / uq_store_args are   */
+/* device pointers here. `stream` is a CUstream / hipStream_t (NULL =   */
+/* the default stream).                                                 */
+
+/* Runs the query prologue (when not fused), the decode and the reduce.
+ * workspace: at least plan.workspace_bytes, 256-byte aligned. Validates
+ * every argument first and launches nothing on bad input. */
+UQ_EXTERN int uq_decode(uq_context *ctx, const uq_shape *shape,
+                        const uq_decode_args *args, void *workspace,
+                        size_t workspace_bytes, void *stream);
+/* Encodes K/V rows into the device cache; negative slots are skipped. */
+UQ_EXTERN int uq_store(uq_context *ctx, const uq_store_args *args,
+                       void *stream);
+
+/* Small device utilities, so that tools and tests need only this header. */
+UQ_EXTERN int uq_device_count(int *count);
+UQ_EXTERN int uq_device_name(uq_context *ctx, char *buf, size_t n);
+UQ_EXTERN int uq_device_alloc(uq_context *ctx, size_t bytes, void **ptr);
+UQ_EXTERN int uq_device_free(uq_context *ctx, void *ptr);
+UQ_EXTERN int uq_memcpy_h2d(uq_context *ctx, void *dst, const void *src,
+                            size_t bytes);
+UQ_EXTERN int uq_memcpy_d2h(uq_context *ctx, void *dst, const void *src,
+                            size_t bytes);
+UQ_EXTERN int uq_memcpy_d2d(uq_context *ctx, void *dst, const void *src,
+                            size_t bytes);
+UQ_EXTERN int uq_memset_d8(uq_context *ctx, void *dst, uint8_t value,
+                           size_t bytes);
+UQ_EXTERN int uq_synchronize(uq_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UQJIT_H */

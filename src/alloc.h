@@ -1,0 +1,21 @@
+/* All internal allocation goes through these, so that tests can inject
+ * failures and count live blocks (see tests/unit_alloc_fail.c). */
+#ifndef UQ_ALLOC_H
+#define UQ_ALLOC_H
+
+#include <stddef.h>
+
+void *uq__malloc(size_t n);
+void *uq__calloc(size_t count, size_t size);
+void *uq__realloc(void *p, size_t n);
+void uq__free(void *p);
+char *uq__strdup(const char *s);
+/* Overflow-checked count * size; 0 on overflow (callers treat as ENOMEM). */
+size_t uq__mul_size(size_t count, size_t size, int *overflow);
+
+/* Test hook: after `countdown` more successful allocations, every
+ * allocation fails (countdown < 0 disables). Returns the live block count. */
+long uq__alloc_fail_after(long countdown);
+long uq__alloc_live(void);
+
+#endif
