@@ -5,7 +5,6 @@
 #include <stddef.h>
 
 typedef enum {
-  UQ__TARGET_GENERIC = 0, /* no matrix units, any GPU (treated as warp32 NVIDIA-style when launched) */
   UQ__TARGET_AMD = 1,     /* gfxNNN[:feature+/-...] */
   UQ__TARGET_NVIDIA = 2   /* sm_NN */
 } uq__target_family;
@@ -13,15 +12,20 @@ typedef enum {
 typedef struct uq__target_info {
   uq__target_family family;
   int arch;        /* 950, 942, 90a -> 0x90a? see arch_name; sm_90 -> 90 */
-  char arch_name[16]; /* "gfx950", "gfx90a", "sm_90", "generic" */
+  char arch_name[16]; /* "gfx950", "gfx90a", "sm_90" */
   int wave_size;   /* 64 on AMD CDNA, 32 on NVIDIA */
 } uq__target_info;
 
 /* Parses and canonicalises a target string ("gfx950", "gfx950:sramecc+:xnack-",
- * "sm_90", "sm90", "generic"). Writes the canonical form into out (features
+ * "sm_90", "sm90"). Writes the canonical form into out (features
  * sorted, lower case) and fills *info (may be NULL). UQ_EINVAL on an unknown
  * or malformed target, with the reason in uq_last_error(). */
 int uq__target_parse(const char *target, char *out, size_t n,
                      uq__target_info *info);
+
+/* Threads per block of the kernels generated for a target and variant (the
+ * launch contract shared by the plan, the templates and the launcher):
+ * one wave64 on AMD, four warps on NVIDIA. */
+unsigned uq__target_block_threads(const uq__target_info *info, int variant);
 
 #endif

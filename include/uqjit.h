@@ -161,6 +161,12 @@ typedef enum {
 
 #define UQ_TARGET_MAX 48
 
+/* The target layer inside the decode kernel. */
+typedef enum {
+  UQ_VARIANT_PORTABLE = 0, /* scalar FMA: correct on any GPU */
+  UQ_VARIANT_MATRIX = 1    /* the target's matrix units (where uqjit has a layer) */
+} uq_kernel_variant;
+
 /* A kernel specialization key: byte-reproducible (memset then fill), so it
  * can be hashed and compared as bytes. Fields a kind does not use are 0. */
 typedef struct uq_key {
@@ -175,7 +181,7 @@ typedef struct uq_key {
   int32_t padded_slot;
   int32_t fuse_qrot;
   int32_t tile_groups_per_partition;
-  int32_t reserved0;
+  int32_t variant;               /* uq_kernel_variant: which target layer */
   int64_t scale_e8;              /* round(scale, 8) as llround(scale * 1e8) */
   int64_t stride_q_seq;
   int64_t stride_q_head;
@@ -183,7 +189,8 @@ typedef struct uq_key {
 } uq_key;
 
 /* Readable name spelling out every field, e.g.
- * "uq_decode_gfx950_bf16_d256_hk1_p16_mb64_s0.06250000_qg8_bs32_ps272_fq1_t1_sq2048_sh256".
+ * "uq_decode_gfx950_bf16_v0_d256_hk1_p16_mb64_s0.06250000_qg8_bs32_ps272_fq1_t1_sq2048_sh256"
+ * (the target's ':' feature separators are spelled '.').
  * Writes at most n bytes (NUL included); returns the length it needed. */
 UQ_EXTERN int uq_key_name(const uq_key *key, char *buf, size_t n);
 /* Inverse of uq_key_name. UQ_EINVAL on a malformed name. */
@@ -220,7 +227,8 @@ typedef struct uq_plan {
 } uq_plan;
 
 /* Plans a decode of `shape` for `target` (e.g. "gfx950", "sm_90"; NULL =
- * "generic"). An ineligible shape is not an error: returns 0 with
+ * "gfx950"). The variant is the fastest layer uqjit has for the target
+ * unless UQJIT_VARIANT=portable. An ineligible shape is not an error: returns 0 with
  * plan->eligible = 0 and the reason. UQ_EINVAL / UQ_EOVERFLOW for
  * malformed shapes (non-positive sizes, Hq % Hk != 0, overflowing sizes). */
 UQ_EXTERN int uq_plan_make(const uq_shape *shape, const char *target,

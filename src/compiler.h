@@ -16,6 +16,10 @@ typedef struct uq__compiler uq__compiler;
  * for, and the variable that overrides it, in uq_last_error(). */
 int uq__compiler_for_target(const char *target, const uq__compiler **out);
 
+/* The route uq__compiler_for_target would pick, without loading anything
+ * that is not needed to decide (used to emit a source for dump). */
+uq__route uq__route_for_target(const char *target);
+
 uq__route uq__compiler_route(const uq__compiler *cc);
 /* Name and full version, e.g. "nvrtc 13.0" or "clang 22.0.0 (/usr/bin/clang-22)". */
 const char *uq__compiler_identity(const uq__compiler *cc);
