@@ -411,6 +411,27 @@ UQ_EXTERN int uq_memset_d8(uq_context *ctx, void *dst, uint8_t value,
                            size_t bytes);
 UQ_EXTERN int uq_synchronize(uq_context *ctx);
 
+/* Streams, events and graphs, for benchmarks and graph-capture tests.
+ * Streams are CUstream / hipStream_t handles owned by the caller. */
+UQ_EXTERN int uq_stream_create(uq_context *ctx, void **stream);
+UQ_EXTERN int uq_stream_destroy(uq_context *ctx, void *stream);
+UQ_EXTERN int uq_stream_synchronize(uq_context *ctx, void *stream);
+
+typedef struct uq_event uq_event;
+UQ_EXTERN int uq_event_create(uq_context *ctx, uq_event **event);
+UQ_EXTERN int uq_event_record(uq_event *event, void *stream);
+/* Milliseconds between two recorded events (waits for `end`). */
+UQ_EXTERN int uq_event_elapsed_ms(uq_event *start, uq_event *end, float *ms);
+UQ_EXTERN void uq_event_destroy(uq_event *event);
+
+/* Stream capture into a graph (CUDA graphs / HIP graphs). */
+typedef struct uq_graph uq_graph;
+UQ_EXTERN int uq_graph_capture_begin(uq_context *ctx, void *stream);
+UQ_EXTERN int uq_graph_capture_end(uq_context *ctx, void *stream,
+                                   uq_graph **graph);
+UQ_EXTERN int uq_graph_launch(uq_graph *graph, void *stream);
+UQ_EXTERN void uq_graph_destroy(uq_graph *graph);
+
 #ifdef __cplusplus
 }
 #endif
