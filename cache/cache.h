@@ -53,4 +53,43 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
  * allocate more). */
 #define UQ__CACHE_MAX_PAYLOAD ((uint64_t)256 << 20)
 
+/* ---- Internal to cache/ (cache.c and cache_admin.c) and its tests. ---- */
+
+/* Entry file = this header + the payload. All integers little-endian:
+ *   0 magic "UQJITCO\0" | 8 u32 format version | 12 u32 header size
+ *  16 u64 payload length | 24 payload XXH3-128 (canonical, 16 bytes)
+ *  40 key digest (16)    | 56 target, NUL padded (48 bytes)
+ * 104 u64 XXH3-64 of bytes 0..103 (so any flipped header byte is caught). */
+#define UQ__CACHE_HEADER_SIZE 112
+#define UQ__CACHE_TARGET_FIELD 48
+#define UQ__CACHE_MAGIC "UQJITCO"
+
+/* What a verified header says. */
+typedef struct uq__cache_entry_info {
+  char target[UQ__CACHE_TARGET_FIELD]; /* NUL-terminated when the header parsed */
+  uq__digest key;
+  uint64_t payload_len;
+} uq__cache_entry_info;
+
+/* Reads and verifies the entry open on `fd` (a regular file). `target` and
+ * `key` (either may be NULL) must match the header. With `payload` NULL
+ * the payload is checksummed in chunks and not kept. 0 when valid;
+ * UQ_ECORRUPT when any check fails; UQ_ENOMEM; UQ_EIO on a read error.
+ * `info` (may be NULL) gets what the header says once it parsed. */
+int uq__cache_read_entry(int fd, const char *target, const uq__digest *key,
+                         void **payload, size_t *len,
+                         uq__cache_entry_info *info);
+/* The writable directory for `dir` (NULL or "": the environment's choice);
+ * *out is freed with uq__free. UQ_ENOENT when nothing names one. */
+int uq__cache_resolve_dir(const char *dir, char **out);
+/* Validates a canonical target and writes its directory name (':' -> '.').
+ * UQ_EINVAL for an empty, too long or unsafe target ('/', "..", etc.). */
+int uq__cache_target_dirname(const char *target,
+                             char out[UQ__CACHE_TARGET_FIELD]);
+/* 1 for the name of an in-progress (or abandoned) temporary entry. */
+int uq__cache_is_temp_name(const char *name);
+/* Parses "<2 hex>" + "<30 hex>.co" back into a digest; 0 or UQ_EINVAL. */
+int uq__cache_digest_from_names(const char *hexdir, const char *file,
+                                uq__digest *out);
+
 #endif

@@ -103,7 +103,7 @@ void uq__encode_row(const float *x, int n, uint8_t *codes, uint8_t *scales) {
     encode_group(x + 32 * g, scales + g, codes + 16 * g);
 }
 
-static void fwht(float *x, int n) {
+void uq__fwht_f32(float *x, int n) {
   for (int h = 1; h < n; h *= 2) {
     for (int i = 0; i < n; i += 2 * h) {
       for (int j = i; j < i + h; j++) {
@@ -127,7 +127,7 @@ int uq_fwht(float *x, int n) {
     return uq__errorf(UQ_EINVAL, "uq_fwht: n = %d is not a power of two", n);
   if (x == NULL)
     return uq__errorf(UQ_EINVAL, "uq_fwht: x is NULL");
-  fwht(x, n);
+  uq__fwht_f32(x, n);
   return 0;
 }
 
@@ -300,7 +300,7 @@ int uq__resolve_padded_slot(int head_dim, int padded_slot, int32_t *resolved) {
 void uq__encode_slot_f32(int head_dim, float *k, const float *v,
                          uint8_t *slot) {
   int d = head_dim;
-  fwht(k, d);
+  uq__fwht_f32(k, d);
   uq__encode_row(k, d, slot, slot + d / 2);
   uq__encode_row(v, d, slot + d / 2 + d / 32, slot + d + d / 32);
 }

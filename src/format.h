@@ -35,6 +35,9 @@ void uq__encode_row(const float *x, int n, uint8_t *codes, uint8_t *scales);
 void uq__encode_slot_f32(int head_dim, float *k, const float *v,
                          uint8_t *slot);
 
+/* The canonical fp32 FWHT of uq_fwht without checks (n a power of two). */
+void uq__fwht_f32(float *x, int n);
+
 /* Bytes per element of a row dtype (bf16, fp16, fp32); 0 for anything else. */
 size_t uq__dtype_size(int dtype);
 /* Element `idx` of a bf16/fp16/fp32 array as fp32 (dtype must be valid). */

@@ -1,0 +1,27 @@
+/* What a code object says about itself: ISA and resource usage, read from
+ * the ELF directly (AMD: the NT_AMDGPU_METADATA msgpack note; NVIDIA: the
+ * cubin's .nv.info attributes and .nv.shared.<kernel> section), so that no
+ * tool needs to be installed. Disassembly (uq_code_disassemble) spawns
+ * llvm-objdump / cuobjdump / nvdisasm. */
+#ifndef UQ_DISASM_H
+#define UQ_DISASM_H
+
+#include <stddef.h>
+
+#include "uqjit.h"
+
+/* Fills *info for the first kernel of `obj` (a code object: AMD ELF or
+ * cubin). `target` (may be NULL) is only a hint; the object's own ELF
+ * header decides. Fields that cannot be read are -1 (isa "" when unknown);
+ * info->compiler is left "" (the object does not record it; the caller
+ * knows which compiler built it). On AMD, registers = vgprs + agprs (one
+ * register file on gfx90a and later); on NVIDIA the vgprs/sgprs/agprs fields
+ * are -1, registers is EIATTR_REGCOUNT, lds_bytes the .nv.shared.<kernel>
+ * size (on sm_90 it includes the 1 KiB the toolchain reserves per block) and
+ * scratch_bytes EIATTR_FRAME_SIZE (local memory per thread).
+ * UQ_EINVAL when obj is not a 64-bit little-endian ELF of an AMDGPU or CUDA
+ * machine, or is truncated. */
+int uq__code_info_from_object(const char *target, const void *obj, size_t len,
+                              uq_code_info *info);
+
+#endif

@@ -1,0 +1,60 @@
+/* Shared setup of the 'gpu' suite: opening the device (or exit 77), and
+ * building decode problems on the host with the CPU encoder, then on the
+ * device. */
+#ifndef UQ_GPU_COMMON_H
+#define UQ_GPU_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "testutil.h"
+#include "uqjit.h"
+
+/* Exits 77 (Meson: SKIP) when there is no device or no runtime, printing
+ * why; otherwise a context on device 0 (destroyed by the caller). */
+uq_context *gpu_open_or_skip(void);
+
+/* How the query sits in memory. */
+typedef enum {
+  Q_CONTIGUOUS = 0, /* [B, Hq, D] */
+  Q_QKV_SLICE = 1,  /* the q part of a fused [B, (Hq + 2 Hk), D] projection */
+  Q_STRIDED = 2     /* heads D + 64 elements apart: the prologue path */
+} q_layout;
+
+typedef struct decode_case {
+  int qg, hk, block_size, batch;
+  const int32_t *seq_lens; /* batch of them */
+  int max_kv_splits;       /* 0 = default */
+  uq_dtype dtype;
+  q_layout layout;
+  int garbage;             /* poison stale slots, unused blocks, table tail */
+  uint64_t seed;
+} decode_case;
+
+/* A decode problem on host and device. */
+typedef struct decode_problem {
+  uq_shape shape;
+  int64_t num_blocks;
+  size_t cache_bytes, table_bytes, q_elems, out_elems;
+  uint8_t *h_cache;
+  int32_t *h_table, *h_lens;
+  uint16_t *h_query; /* q_elems: the whole (strided) query buffer */
+  void *d_cache, *d_table, *d_lens, *d_qbuf, *d_out, *d_ws;
+  size_t ws_bytes;
+  uq_decode_args d_args; /* device pointers */
+} decode_problem;
+
+/* Builds the problem (random bf16/fp16 K/V/Q ~ randn encoded with
+ * uq_reference_store, shuffled block table) and uploads it. Returns 0 or a
+ * status; on failure prints why. */
+int problem_make(uq_context *ctx, const decode_case *c, decode_problem *p);
+void problem_free(uq_context *ctx, decode_problem *p);
+/* Fills out and workspace with 0xFF bytes (NaN patterns). */
+int problem_poison(uq_context *ctx, decode_problem *p);
+/* Host reference in double: out64 [B, Hq, D]. */
+int problem_reference(const decode_problem *p, double *out64);
+/* Copies the device output back as doubles. */
+int problem_fetch(uq_context *ctx, const decode_problem *p, uint16_t *raw,
+                  double *out);
+
+#endif

@@ -1,0 +1,684 @@
+/* The CPU reference decode and store (FORMAT.md section 5) against a naive
+ * dense computation written here, plus every refusal. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "uqjit.h"
+
+/* One decode problem: shape, buffers and the naive answer. */
+typedef struct problem {
+  uq_shape shape;
+  int32_t padded; /* resolved */
+  int64_t num_blocks;
+  int32_t *seq_lens;
+  int32_t *block_table;
+  uint8_t *cache;
+  size_t cache_bytes;
+  uint16_t *query;
+  size_t query_elems;
+  double *naive; /* [B, Hq, D] */
+} problem;
+
+typedef struct config {
+  int32_t batch, hq, hk, d, block_size, padded_slot;
+  uq_dtype dtype;
+  int64_t stride_seq, stride_head;
+  float scale;
+  int32_t seq_lens[4];
+} config;
+
+static float q_to_f32(uq_dtype dtype, uint16_t h) {
+  return dtype == UQ_DTYPE_FP16 ? tu_fp16_to_f32(h) : tu_bf16_to_f32(h);
+}
+
+/* The naive dense computation: every slot dequantized with uq_decode_slot
+ * (its exactness is checked in unit_format), the query rotated and haircut
+ * with the fp32 contract functions, the rest written out plainly. */
+static void naive_decode(problem *p) {
+  const uq_shape *s = &p->shape;
+  const int d = s->head_dim, qg = s->num_q_heads / s->num_kv_heads;
+  const int64_t ss = s->q_stride_seq ? s->q_stride_seq
+                                     : (int64_t)s->num_q_heads * d;
+  const int64_t sh = s->q_stride_head ? s->q_stride_head : d;
+  const double scale = s->scale != 0 ? (double)s->scale : 1.0 / sqrt(d);
+  float *qf = malloc((size_t)d * sizeof *qf);
+  float *kf = malloc((size_t)d * sizeof *kf);
+  float *vf = malloc((size_t)d * sizeof *vf);
+  double *q = malloc((size_t)d * sizeof *q);
+  assert_non_null(qf);
+  assert_non_null(kf);
+  assert_non_null(vf);
+  assert_non_null(q);
+  for (int b = 0; b < s->batch; b++) {
+    int len = p->seq_lens[b];
+    double *sc = malloc((size_t)len * sizeof *sc);
+    assert_non_null(sc);
+    for (int h = 0; h < s->num_q_heads; h++) {
+      int kh = h / qg;
+      for (int i = 0; i < d; i++)
+        qf[i] = q_to_f32(s->q_dtype, p->query[b * ss + h * sh + i]);
+      assert_int_equal(uq_fwht(qf, d), 0);
+      for (int i = 0; i < d; i++)
+        q[i] = uq_haircut_e4m3(qf[i]);
+      double *o = p->naive + ((size_t)b * s->num_q_heads + h) * d;
+      memset(o, 0, (size_t)d * sizeof *o);
+      for (int n = 0; n < len; n++) {
+        int64_t blk = p->block_table[b * s->max_blocks_per_seq +
+                                     n / s->block_size];
+        int64_t row = n % s->block_size;
+        const uint8_t *slot =
+            p->cache + ((blk * s->block_size + row) * s->num_kv_heads + kh) *
+                           p->padded;
+        assert_int_equal(uq_decode_slot(d, slot, kf, NULL), 0);
+        double dot = 0;
+        for (int i = 0; i < d; i++)
+          dot += q[i] * kf[i];
+        sc[n] = scale * dot;
+      }
+      double m = -INFINITY, sum = 0;
+      for (int n = 0; n < len; n++)
+        m = sc[n] > m ? sc[n] : m;
+      for (int n = 0; n < len; n++)
+        sum += (sc[n] = exp(sc[n] - m));
+      for (int n = 0; n < len; n++) {
+        int64_t blk = p->block_table[b * s->max_blocks_per_seq +
+                                     n / s->block_size];
+        int64_t row = n % s->block_size;
+        const uint8_t *slot =
+            p->cache + ((blk * s->block_size + row) * s->num_kv_heads + kh) *
+                           p->padded;
+        assert_int_equal(uq_decode_slot(d, slot, NULL, vf), 0);
+        for (int i = 0; i < d; i++)
+          o[i] += sc[n] / sum * vf[i];
+      }
+    }
+    free(sc);
+  }
+  free(qf);
+  free(kf);
+  free(vf);
+  free(q);
+}
+
+static void problem_make(problem *p, const config *c, uint64_t seed) {
+  tu_rng rng;
+  tu_rng_seed(&rng, seed);
+  memset(p, 0, sizeof *p);
+  uq_shape *s = &p->shape;
+  memset(s, 0, sizeof *s);
+  s->batch = c->batch;
+  s->num_q_heads = c->hq;
+  s->num_kv_heads = c->hk;
+  s->head_dim = c->d;
+  s->block_size = c->block_size;
+  s->padded_slot = c->padded_slot;
+  s->scale = c->scale;
+  s->q_dtype = c->dtype;
+  s->q_stride_seq = c->stride_seq;
+  s->q_stride_head = c->stride_head;
+  size_t slot_size = (size_t)c->d + 2 * (size_t)(c->d / 32);
+  p->padded = c->padded_slot ? c->padded_slot
+                             : (int32_t)((slot_size + 3) / 4 * 4);
+  int32_t max_len = 0;
+  p->seq_lens = malloc((size_t)c->batch * sizeof *p->seq_lens);
+  assert_non_null(p->seq_lens);
+  for (int b = 0; b < c->batch; b++) {
+    p->seq_lens[b] = c->seq_lens[b];
+    if (c->seq_lens[b] > max_len)
+      max_len = c->seq_lens[b];
+  }
+  /* One spare block per row, so the table is wider than any sequence. */
+  s->max_blocks_per_seq = (max_len + c->block_size - 1) / c->block_size + 1;
+  p->num_blocks = (int64_t)c->batch * s->max_blocks_per_seq + 3;
+  /* Every block is used by at most one sequence, in shuffled order. */
+  int32_t *perm = malloc((size_t)p->num_blocks * sizeof *perm);
+  assert_non_null(perm);
+  for (int64_t i = 0; i < p->num_blocks; i++)
+    perm[i] = (int32_t)i;
+  tu_rng_shuffle_i32(&rng, perm, (size_t)p->num_blocks);
+  size_t tsize = (size_t)c->batch * s->max_blocks_per_seq;
+  p->block_table = malloc(tsize * sizeof *p->block_table);
+  assert_non_null(p->block_table);
+  for (size_t i = 0; i < tsize; i++)
+    p->block_table[i] = perm[i];
+  free(perm);
+  /* Every slot holds a valid encoding of random rows, so reading a wrong
+   * slot changes the answer; the padding holds junk. */
+  p->cache_bytes = (size_t)p->num_blocks * c->block_size * c->hk * p->padded;
+  p->cache = malloc(p->cache_bytes);
+  assert_non_null(p->cache);
+  for (size_t i = 0; i < p->cache_bytes; i++)
+    p->cache[i] = (uint8_t)tu_rng_u32(&rng);
+  uint16_t *k = malloc((size_t)c->d * sizeof *k);
+  uint16_t *v = malloc((size_t)c->d * sizeof *v);
+  assert_non_null(k);
+  assert_non_null(v);
+  size_t slots = (size_t)p->num_blocks * c->block_size * c->hk;
+  for (size_t i = 0; i < slots; i++) {
+    double sk = 0.5 + 2.0 * tu_rng_uniform(&rng);
+    tu_fill_normal_bf16(&rng, k, (size_t)c->d, sk);
+    tu_fill_normal_bf16(&rng, v, (size_t)c->d, 1.0);
+    assert_int_equal(uq_encode_slot(c->d, UQ_DTYPE_BF16, k, v,
+                                    p->cache + i * p->padded),
+                     0);
+  }
+  free(k);
+  free(v);
+  int64_t ss = c->stride_seq ? c->stride_seq : (int64_t)c->hq * c->d;
+  int64_t sh = c->stride_head ? c->stride_head : c->d;
+  p->query_elems = (size_t)((c->batch - 1) * ss + (c->hq - 1) * sh + c->d);
+  p->query = malloc(p->query_elems * sizeof *p->query);
+  assert_non_null(p->query);
+  /* Gaps between rows hold NaN, so reading one shows in the output. */
+  for (size_t i = 0; i < p->query_elems; i++)
+    p->query[i] = c->dtype == UQ_DTYPE_FP16 ? 0x7e00 : 0x7fc0;
+  for (int b = 0; b < c->batch; b++)
+    for (int h = 0; h < c->hq; h++)
+      for (int i = 0; i < c->d; i++) {
+        double x = 2.0 * tu_rng_normal(&rng);
+        p->query[b * ss + h * sh + i] = c->dtype == UQ_DTYPE_FP16
+                                            ? tu_f64_to_fp16(x)
+                                            : tu_f64_to_bf16(x);
+      }
+  p->naive = malloc((size_t)c->batch * c->hq * c->d * sizeof *p->naive);
+  assert_non_null(p->naive);
+  naive_decode(p);
+}
+
+static void problem_free(problem *p) {
+  free(p->seq_lens);
+  free(p->block_table);
+  free(p->cache);
+  free(p->query);
+  free(p->naive);
+}
+
+static uq_decode_args problem_args(const problem *p, void *out) {
+  uq_decode_args a;
+  memset(&a, 0, sizeof a);
+  a.query = p->query;
+  a.kv_cache = p->cache;
+  a.num_blocks = p->num_blocks;
+  a.block_table = p->block_table;
+  a.seq_lens = p->seq_lens;
+  a.out = out;
+  return a;
+}
+
+static double half_value(uq_dtype dtype, uint16_t h) {
+  return (double)q_to_f32(dtype, h);
+}
+
+static void check_problem(const config *c, uint64_t seed) {
+  problem p;
+  problem_make(&p, c, seed);
+  size_t n = (size_t)c->batch * c->hq * c->d;
+  double *out64 = malloc(n * sizeof *out64);
+  uint16_t *out = malloc(n * sizeof *out);
+  assert_non_null(out64);
+  assert_non_null(out);
+  uq_decode_args args = problem_args(&p, out);
+  int rc = uq_reference_decode_f64(&p.shape, &args, out64);
+  if (rc != 0)
+    fail_msg("reference_decode_f64: %s: %s", uq_err_name(rc), uq_last_error());
+  assert_int_equal(uq_reference_decode(&p.shape, &args), 0);
+  /* f64 against the naive computation, row by row. */
+  for (size_t r = 0; r < n / (size_t)c->d; r++) {
+    const double *a = out64 + r * c->d, *w = p.naive + r * c->d;
+    double rel = tu_rel_l2(a, w, (size_t)c->d);
+    if (!(rel <= 1e-12))
+      fail_msg("row %zu: relative L2 %g against the naive decode", r, rel);
+    double mx = 0;
+    for (int i = 0; i < c->d; i++)
+      mx = fabs(w[i]) > mx ? fabs(w[i]) : mx;
+    assert_true(tu_max_abs_diff(a, w, (size_t)c->d) <= 1e-12 * mx);
+  }
+  /* The cast output is the f64 output rounded once, and within half an ulp
+   * of the naive answer up to its 1e-12 difference: never more than one
+   * unit away from the naive value rounded. */
+  for (size_t i = 0; i < n; i++) {
+    uint16_t want = c->dtype == UQ_DTYPE_FP16 ? tu_f64_to_fp16(out64[i])
+                                              : tu_f64_to_bf16(out64[i]);
+    if (out[i] != want)
+      fail_msg("element %zu: cast %04x, f64 %a rounds to %04x", i, out[i],
+               out64[i], want);
+    uint16_t naive = c->dtype == UQ_DTYPE_FP16 ? tu_f64_to_fp16(p.naive[i])
+                                               : tu_f64_to_bf16(p.naive[i]);
+    double dv = fabs(half_value(c->dtype, out[i]) -
+                     half_value(c->dtype, naive));
+    double ulp = fabs(half_value(c->dtype, (uint16_t)(naive + 1)) -
+                      half_value(c->dtype, naive));
+    assert_true(dv <= ulp);
+  }
+  free(out64);
+  free(out);
+  problem_free(&p);
+}
+
+static void reference_matches_naive_gqa6_bs16_bf16(void **state) {
+  (void)state;
+  config c = {.batch = 3, .hq = 6, .hk = 1, .d = 256, .block_size = 16,
+              .dtype = UQ_DTYPE_BF16, .seq_lens = {1, 37, 200}};
+  check_problem(&c, 11);
+}
+
+static void reference_matches_naive_gqa8_bs32_fp16(void **state) {
+  (void)state;
+  config c = {.batch = 3, .hq = 16, .hk = 2, .d = 128, .block_size = 32,
+              .dtype = UQ_DTYPE_FP16, .seq_lens = {64, 1, 95}};
+  check_problem(&c, 12);
+}
+
+static void reference_matches_naive_gqa16_bs64_strided_query(void **state) {
+  (void)state;
+  /* stride_seq > Hq*D and a head stride that leaves gaps between heads. */
+  config c = {.batch = 2, .hq = 16, .hk = 1, .d = 64, .block_size = 64,
+              .dtype = UQ_DTYPE_BF16, .stride_seq = 16 * 64 + 40,
+              .stride_head = 64 + 8, .seq_lens = {130, 7}};
+  check_problem(&c, 13);
+}
+
+static void reference_matches_naive_gqa8_bs128_fp16_strided(void **state) {
+  (void)state;
+  config c = {.batch = 2, .hq = 8, .hk = 1, .d = 256, .block_size = 128,
+              .dtype = UQ_DTYPE_FP16, .stride_seq = 3 * 8 * 256,
+              .stride_head = 2 * 256, .seq_lens = {300, 128}};
+  check_problem(&c, 14);
+}
+
+static void reference_matches_naive_gqa16_bs256_padded(void **state) {
+  (void)state;
+  config c = {.batch = 3, .hq = 32, .hk = 2, .d = 32, .block_size = 256,
+              .padded_slot = 40, .scale = 0.3f, .dtype = UQ_DTYPE_BF16,
+              .seq_lens = {513, 256, 1}};
+  check_problem(&c, 15);
+}
+
+static void reference_matches_naive_uneligible_shapes(void **state) {
+  (void)state;
+  /* The reference does not need the fast path: QG 3, MHA, D 512, bs 5. */
+  config c1 = {.batch = 2, .hq = 6, .hk = 2, .d = 64, .block_size = 5,
+               .dtype = UQ_DTYPE_FP16, .seq_lens = {23, 1}};
+  check_problem(&c1, 16);
+  config c2 = {.batch = 1, .hq = 4, .hk = 4, .d = 512, .block_size = 16,
+               .dtype = UQ_DTYPE_BF16, .seq_lens = {20}};
+  check_problem(&c2, 17);
+  config c3 = {.batch = 4, .hq = 6, .hk = 1, .d = 256, .block_size = 1,
+               .dtype = UQ_DTYPE_BF16, .scale = -0.05f,
+               .seq_lens = {1, 2, 3, 9}};
+  check_problem(&c3, 18);
+}
+
+/* ------------------------------------------------------------------ */
+/* Refusals. */
+
+enum { NUM_REFUSALS = 33 };
+
+/* Breaks one thing of a valid call; returns the status expected. */
+static int break_one(int which, problem *p, uq_shape *s, uq_decode_args *a,
+                     const uq_shape **sp, const uq_decode_args **ap,
+                     const char **what) {
+  int32_t mb = s->max_blocks_per_seq;
+  switch (which) {
+  case 0: *what = "shape NULL"; *sp = NULL; return UQ_EINVAL;
+  case 1: *what = "args NULL"; *ap = NULL; return UQ_EINVAL;
+  case 2: *what = "query NULL"; a->query = NULL; return UQ_EINVAL;
+  case 3: *what = "kv_cache NULL"; a->kv_cache = NULL; return UQ_EINVAL;
+  case 4: *what = "block_table NULL"; a->block_table = NULL; return UQ_EINVAL;
+  case 5: *what = "seq_lens NULL"; a->seq_lens = NULL; return UQ_EINVAL;
+  case 6: *what = "batch 0"; s->batch = 0; return UQ_EINVAL;
+  case 7: *what = "num_q_heads -1"; s->num_q_heads = -1; return UQ_EINVAL;
+  case 8: *what = "num_kv_heads 0"; s->num_kv_heads = 0; return UQ_EINVAL;
+  case 9: *what = "head_dim 0"; s->head_dim = 0; return UQ_EINVAL;
+  case 10: *what = "head_dim 48"; s->head_dim = 48; return UQ_EINVAL;
+  case 11: *what = "head_dim 96"; s->head_dim = 96; return UQ_EINVAL;
+  case 12: *what = "block_size 0"; s->block_size = 0; return UQ_EINVAL;
+  case 13: *what = "max_blocks 0"; s->max_blocks_per_seq = 0; return UQ_EINVAL;
+  case 14: *what = "num_blocks 0"; a->num_blocks = 0; return UQ_EINVAL;
+  case 15: *what = "Hq % Hk"; s->num_q_heads = 6; s->num_kv_heads = 4; return UQ_EINVAL;
+  case 16: *what = "padded 66"; s->padded_slot = 66; return UQ_EINVAL;
+  case 17: *what = "padded 64"; s->padded_slot = 64; return UQ_EINVAL;
+  case 18: *what = "padded 70"; s->padded_slot = 70; return UQ_EINVAL;
+  case 19: *what = "seq_len 0"; p->seq_lens[1] = 0; return UQ_EINVAL;
+  case 20: *what = "seq_len too long";
+    p->seq_lens[1] = mb * s->block_size + 1; return UQ_EINVAL;
+  case 21: *what = "block -1";
+    p->block_table[1 * mb + (p->seq_lens[1] - 1) / s->block_size] = -1;
+    return UQ_EINVAL;
+  case 22: *what = "block num_blocks";
+    p->block_table[0] = (int32_t)a->num_blocks; return UQ_EINVAL;
+  case 23: *what = "num_blocks overflow"; a->num_blocks = INT64_MAX / 4;
+    return UQ_EOVERFLOW;
+  case 24: *what = "stride overflow"; s->q_stride_seq = INT64_MAX / 2;
+    return UQ_EOVERFLOW;
+  case 25: *what = "q_dtype fp32"; s->q_dtype = UQ_DTYPE_FP32; return UQ_EINVAL;
+  case 26: *what = "q_dtype 9"; s->q_dtype = (uq_dtype)9; return UQ_EINVAL;
+  case 27: *what = "sinks"; s->has_sinks = 1; return UQ_EUNSUPPORTED;
+  case 28: *what = "sliding window"; s->sliding_window = 128; return UQ_EUNSUPPORTED;
+  case 29: *what = "scale NaN"; s->scale = NAN; return UQ_EINVAL;
+  case 30: *what = "stride_head -1"; s->q_stride_head = -1; return UQ_EINVAL;
+  case 31: *what = "out NULL"; a->out = NULL; return UQ_EINVAL;
+  default: *what = "padded -4"; s->padded_slot = -4; return UQ_EINVAL;
+  }
+}
+
+static void reference_refuses_bad_input_and_writes_nothing(void **state) {
+  (void)state;
+  config c = {.batch = 2, .hq = 4, .hk = 2, .d = 64, .block_size = 16,
+              .dtype = UQ_DTYPE_BF16, .seq_lens = {20, 33}};
+  size_t n = 2 * 4 * 64;
+  uint16_t *out = malloc(n * sizeof *out);
+  double *out64 = malloc(n * sizeof *out64);
+  assert_non_null(out);
+  assert_non_null(out64);
+  for (int which = 0; which < NUM_REFUSALS; which++) {
+    for (int f64 = 0; f64 < 2; f64++) {
+      if (which == 31 && f64)
+        continue; /* the f64 variant does not use args->out */
+      problem p;
+      problem_make(&p, &c, 99);
+      uq_shape s = p.shape;
+      uq_decode_args a = problem_args(&p, out);
+      const uq_shape *sp = &s;
+      const uq_decode_args *ap = &a;
+      const char *what = "";
+      int want = break_one(which, &p, &s, &a, &sp, &ap, &what);
+      memset(out, 0xcd, n * sizeof *out);
+      memset(out64, 0xcd, n * sizeof *out64);
+      int rc = f64 ? uq_reference_decode_f64(sp, ap, out64)
+                   : uq_reference_decode(sp, ap);
+      if (rc != want)
+        fail_msg("%s (f64 %d): got %s, want %s (%s)", what, f64,
+                 uq_err_name(rc), uq_err_name(want), uq_last_error());
+      assert_true(uq_last_error()[0] != '\0');
+      for (size_t i = 0; i < n; i++) {
+        if (out[i] != 0xcdcd)
+          fail_msg("%s: out written", what);
+        uint64_t u;
+        memcpy(&u, &out64[i], sizeof u);
+        if (u != 0xcdcdcdcdcdcdcdcdull)
+          fail_msg("%s: out64 written", what);
+      }
+      problem_free(&p);
+    }
+  }
+  /* out64 NULL for the f64 variant. */
+  problem p;
+  problem_make(&p, &c, 99);
+  uq_decode_args a = problem_args(&p, NULL);
+  assert_int_equal(uq_reference_decode_f64(&p.shape, &a, NULL), UQ_EINVAL);
+  /* Entries of the table past a sequence's last block are not read. */
+  p.block_table[0 * p.shape.max_blocks_per_seq + 2] = -7;
+  p.block_table[1 * p.shape.max_blocks_per_seq + 3] = 1 << 30;
+  assert_int_equal(uq_reference_decode_f64(&p.shape, &a, out64), 0);
+  assert_true(tu_rel_l2(out64, p.naive, n) <= 1e-12);
+  problem_free(&p);
+  free(out);
+  free(out64);
+}
+
+/* ------------------------------------------------------------------ */
+/* Store. */
+
+static void store_writes_encoded_slots_and_skips(void **state) {
+  (void)state;
+  tu_rng rng;
+  tu_rng_seed(&rng, 21);
+  const uq_dtype dtypes[3] = {UQ_DTYPE_BF16, UQ_DTYPE_FP16, UQ_DTYPE_FP32};
+  for (int t = 0; t < 3; t++) {
+    const int T = 12, hk = 2, d = 64, bs = 16, nb = 3, padded = 80;
+    const size_t esize = dtypes[t] == UQ_DTYPE_FP32 ? 4 : 2;
+    const int64_t kst = hk * d + 16, ksh = d + 4; /* strided K */
+    size_t kelems = (size_t)((T - 1) * kst + (hk - 1) * ksh + d);
+    size_t velems = (size_t)T * hk * d;
+    unsigned char *k = malloc(kelems * esize), *v = malloc(velems * esize);
+    assert_non_null(k);
+    assert_non_null(v);
+    for (size_t i = 0; i < kelems; i++) {
+      double x = tu_rng_normal(&rng);
+      if (esize == 4) {
+        float f = (float)x;
+        memcpy(k + 4 * i, &f, 4);
+      } else {
+        uint16_t h = dtypes[t] == UQ_DTYPE_BF16 ? tu_f64_to_bf16(x)
+                                                : tu_f64_to_fp16(x);
+        memcpy(k + 2 * i, &h, 2);
+      }
+    }
+    for (size_t i = 0; i < velems * esize; i++)
+      v[i] = (unsigned char)(tu_rng_u32(&rng) & 0x3b); /* small finite */
+    int32_t perm[48];
+    for (int i = 0; i < 48; i++)
+      perm[i] = i;
+    tu_rng_shuffle_i32(&rng, perm, 48);
+    int64_t mapping[12];
+    for (int i = 0; i < T; i++)
+      mapping[i] = i % 4 == 1 ? -1 : perm[i];
+    size_t cache_bytes = (size_t)nb * bs * hk * padded;
+    uint8_t *cache = malloc(cache_bytes);
+    assert_non_null(cache);
+    memset(cache, 0x5a, cache_bytes);
+    uq_store_args a;
+    memset(&a, 0, sizeof a);
+    a.k = k;
+    a.v = v;
+    a.k_stride_token = kst;
+    a.k_stride_head = ksh;
+    a.slot_mapping = mapping;
+    a.num_tokens = T;
+    a.kv_cache = cache;
+    a.num_blocks = nb;
+    a.block_size = bs;
+    a.num_kv_heads = hk;
+    a.head_dim = d;
+    a.padded_slot = padded;
+    a.dtype = dtypes[t];
+    int rc = uq_reference_store(&a);
+    if (rc != 0)
+      fail_msg("store: %s", uq_last_error());
+    unsigned char written[48] = {0};
+    for (int i = 0; i < T; i++) {
+      if (mapping[i] < 0)
+        continue;
+      written[mapping[i]] = 1;
+      for (int h = 0; h < hk; h++) {
+        uint8_t want[68];
+        assert_int_equal(uq_encode_slot(d, dtypes[t],
+                                        k + (i * kst + h * ksh) * esize,
+                                        v + ((size_t)i * hk + h) * d * esize,
+                                        want),
+                         0);
+        const uint8_t *slot = cache + (mapping[i] * hk + h) * padded;
+        assert_memory_equal(slot, want, 68);
+        for (int j = 68; j < padded; j++)
+          assert_int_equal(slot[j], 0x5a); /* padding untouched */
+      }
+    }
+    for (int sidx = 0; sidx < 48; sidx++)
+      if (!written[sidx])
+        for (int j = 0; j < hk * padded; j++)
+          assert_int_equal(cache[(size_t)sidx * hk * padded + j], 0x5a);
+    free(k);
+    free(v);
+    free(cache);
+  }
+}
+
+static void store_refuses_bad_input_and_writes_nothing(void **state) {
+  (void)state;
+  const int T = 4, hk = 2, d = 64, bs = 16, nb = 2;
+  uint16_t k[4 * 2 * 64], v[4 * 2 * 64];
+  memset(k, 0x3c, sizeof k);
+  memset(v, 0x3c, sizeof v);
+  int64_t mapping[4] = {0, 5, -1, 31};
+  uint8_t cache[2 * 16 * 2 * 68];
+  for (int which = 0; which < 16; which++) {
+    uq_store_args a;
+    memset(&a, 0, sizeof a);
+    a.k = k;
+    a.v = v;
+    a.slot_mapping = mapping;
+    a.num_tokens = T;
+    a.kv_cache = cache;
+    a.num_blocks = nb;
+    a.block_size = bs;
+    a.num_kv_heads = hk;
+    a.head_dim = d;
+    a.dtype = UQ_DTYPE_BF16;
+    int64_t bad_mapping[4] = {0, 5, -1, 32}; /* the last one is out of range */
+    const uq_store_args *ap = &a;
+    int want = UQ_EINVAL;
+    switch (which) {
+    case 0: a.slot_mapping = bad_mapping; break;
+    case 1: ap = NULL; break;
+    case 2: a.kv_cache = NULL; break;
+    case 3: a.k = NULL; break;
+    case 4: a.slot_mapping = NULL; break;
+    case 5: a.head_dim = 48; break;
+    case 6: a.dtype = (uq_dtype)0; break;
+    case 7: a.padded_slot = 66; break;
+    case 8: a.num_blocks = 0; break;
+    case 9: a.block_size = 0; break;
+    case 10: a.num_kv_heads = -2; break;
+    case 11: a.num_tokens = -1; break;
+    case 12: a.k_stride_head = -64; break;
+    case 13: a.num_blocks = INT64_MAX / 8; want = UQ_EOVERFLOW; break;
+    case 14: a.v_stride_token = INT64_MAX / 2; want = UQ_EOVERFLOW; break;
+    default: a.v = NULL; break;
+    }
+    memset(cache, 0x77, sizeof cache);
+    int rc = uq_reference_store(ap);
+    if (rc != want)
+      fail_msg("case %d: got %s want %s (%s)", which, uq_err_name(rc),
+               uq_err_name(want), uq_last_error());
+    assert_true(uq_last_error()[0] != '\0');
+    for (size_t i = 0; i < sizeof cache; i++)
+      if (cache[i] != 0x77)
+        fail_msg("case %d: cache written at %zu", which, i);
+  }
+  /* No tokens: nothing to read, nothing written. */
+  uq_store_args a;
+  memset(&a, 0, sizeof a);
+  a.kv_cache = cache;
+  a.num_blocks = nb;
+  a.block_size = bs;
+  a.num_kv_heads = hk;
+  a.head_dim = d;
+  a.dtype = UQ_DTYPE_FP16;
+  memset(cache, 0x77, sizeof cache);
+  assert_int_equal(uq_reference_store(&a), 0);
+  for (size_t i = 0; i < sizeof cache; i++)
+    assert_int_equal(cache[i], 0x77);
+}
+
+/* Store then decode: the path vLLM takes, end to end on the CPU. */
+static void store_then_reference_decode_round_trip(void **state) {
+  (void)state;
+  tu_rng rng;
+  tu_rng_seed(&rng, 31);
+  const int hk = 2, hq = 16, d = 256, bs = 32, len = 70;
+  const int nblk = (len + bs - 1) / bs;
+  uint16_t *k = malloc((size_t)len * hk * d * 2);
+  uint16_t *v = malloc((size_t)len * hk * d * 2);
+  uint16_t q[16 * 256], out[16 * 256];
+  assert_non_null(k);
+  assert_non_null(v);
+  tu_fill_normal_bf16(&rng, k, (size_t)len * hk * d, 1.0);
+  tu_fill_normal_bf16(&rng, v, (size_t)len * hk * d, 1.0);
+  tu_fill_normal_bf16(&rng, q, 16 * 256, 1.0);
+  int32_t table[4] = {2, 0, 3, 1};
+  int64_t mapping[70];
+  for (int t = 0; t < len; t++)
+    mapping[t] = (int64_t)table[t / bs] * bs + t % bs;
+  size_t cache_bytes = (size_t)4 * bs * hk * 272;
+  uint8_t *cache = calloc(1, cache_bytes);
+  assert_non_null(cache);
+  uq_store_args sa;
+  memset(&sa, 0, sizeof sa);
+  sa.k = k;
+  sa.v = v;
+  sa.slot_mapping = mapping;
+  sa.num_tokens = len;
+  sa.kv_cache = cache;
+  sa.num_blocks = 4;
+  sa.block_size = bs;
+  sa.num_kv_heads = hk;
+  sa.head_dim = d;
+  sa.dtype = UQ_DTYPE_BF16;
+  assert_int_equal(uq_reference_store(&sa), 0);
+  uq_shape s;
+  memset(&s, 0, sizeof s);
+  s.batch = 1;
+  s.num_q_heads = hq;
+  s.num_kv_heads = hk;
+  s.head_dim = d;
+  s.block_size = bs;
+  s.max_blocks_per_seq = nblk + 1;
+  s.q_dtype = UQ_DTYPE_BF16;
+  int32_t seq_len = len;
+  uq_decode_args a;
+  memset(&a, 0, sizeof a);
+  a.query = q;
+  a.kv_cache = cache;
+  a.num_blocks = 4;
+  a.block_table = table;
+  a.seq_lens = &seq_len;
+  a.out = out;
+  assert_int_equal(uq_reference_decode(&s, &a), 0);
+  /* Against exact attention on the unquantized rows: 4-bit K/V and the
+   * E4M3 query keep the relative error modest. */
+  double ref[256], got[256];
+  double worst = 0;
+  for (int h = 0; h < hq; h++) {
+    int kh = h / (hq / hk);
+    double sc[70], m = -INFINITY, sum = 0;
+    for (int t = 0; t < len; t++) {
+      double dot = 0;
+      for (int i = 0; i < d; i++)
+        dot += (double)tu_bf16_to_f32(q[h * d + i]) *
+               tu_bf16_to_f32(k[((size_t)t * hk + kh) * d + i]);
+      sc[t] = dot / 16.0;
+      m = sc[t] > m ? sc[t] : m;
+    }
+    for (int t = 0; t < len; t++)
+      sum += (sc[t] = exp(sc[t] - m));
+    for (int i = 0; i < d; i++) {
+      ref[i] = 0;
+      for (int t = 0; t < len; t++)
+        ref[i] += sc[t] / sum * tu_bf16_to_f32(v[((size_t)t * hk + kh) * d + i]);
+      got[i] = tu_bf16_to_f32(out[h * d + i]);
+    }
+    double rel = tu_rel_l2(got, ref, (size_t)d);
+    worst = rel > worst ? rel : worst;
+  }
+  assert_true(worst < 0.25);
+  free(k);
+  free(v);
+  free(cache);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(reference_matches_naive_gqa6_bs16_bf16),
+      cmocka_unit_test(reference_matches_naive_gqa8_bs32_fp16),
+      cmocka_unit_test(reference_matches_naive_gqa16_bs64_strided_query),
+      cmocka_unit_test(reference_matches_naive_gqa8_bs128_fp16_strided),
+      cmocka_unit_test(reference_matches_naive_gqa16_bs256_padded),
+      cmocka_unit_test(reference_matches_naive_uneligible_shapes),
+      cmocka_unit_test(reference_refuses_bad_input_and_writes_nothing),
+      cmocka_unit_test(store_writes_encoded_slots_and_skips),
+      cmocka_unit_test(store_refuses_bad_input_and_writes_nothing),
+      cmocka_unit_test(store_then_reference_decode_round_trip),
+  };
+  return cmocka_run_group_tests_name("reference", tests, NULL, NULL);
+}

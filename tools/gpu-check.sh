@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Builds uqjit with its tests and runs the 'unit' and 'gpu' suites (and
+# `uqjit demo` when the tool has it). Meant for the lent GPU machine
+# (Ubuntu 24.04, CUDA at /usr/local/cuda, no cmocka/xxhash, no network),
+# and runnable anywhere: without a GPU the gpu tests report SKIP.
+#
+# Dependencies: pkg-config's cmocka and libxxhash when installed; otherwise
+# the Debian packages carried in .deps/ (prepared on a networked machine:
+#   mkdir -p .deps && cd .deps &&
+#   apt-get download libcmocka0 libcmocka-dev libxxhash0 libxxhash-dev &&
+#   cp -r /work/shared/testdata .
+# ) are unpacked into /tmp/deps and used through PKG_CONFIG_SYSROOT_DIR.
+#
+# Environment: UQ_GPU_BUILD (build dir, default build-gpu), UQJIT_CACHE_DIR
+# (default /tmp/uqjit-gpu-cache), OUT (logs are copied there when set),
+# UQ_GPU_SUITES (default "unit gpu"), UQ_GPU_FORCE_DEPS=1 (use .deps/ even
+# when the packages are installed).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+build=${UQ_GPU_BUILD:-build-gpu}
+suites=${UQ_GPU_SUITES:-unit gpu}
+
+log() { printf '== %s\n' "$*"; }
+
+if [ -n "${UQ_GPU_FORCE_DEPS:-}" ] || ! pkg-config --exists cmocka libxxhash 2>/dev/null; then
+  if ! ls .deps/*.deb >/dev/null 2>&1; then
+    echo "gpu-check: cmocka/libxxhash not installed and no .deps/*.deb" >&2
+    exit 2
+  fi
+  log "unpacking $(ls .deps/*.deb | wc -l) carried packages into /tmp/deps"
+  rm -rf /tmp/deps
+  mkdir -p /tmp/deps
+  for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+  export PKG_CONFIG_SYSROOT_DIR=/tmp/deps
+  export PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
+  # Keep -I/usr/include style flags: with the sysroot they point into it.
+  export PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1
+  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+
+# Golden vectors: tests/meson.build points UQ_TESTDATA at ../shared/testdata;
+# where that is absent (the device machine), lay the carried copy there.
+if [ ! -d ../shared/testdata ] && [ -d .deps/testdata ]; then
+  mkdir -p ../shared 2>/dev/null && cp -r .deps/testdata ../shared/testdata 2>/dev/null ||
+    echo "gpu-check: warning: could not place ../shared/testdata" >&2
+fi
+if [ -d .deps/testdata ]; then
+  export UQ_TESTDATA=$root/.deps/testdata
+else
+  export UQ_TESTDATA=$root/../shared/testdata
+fi
+export UQJIT_CACHE_DIR=${UQJIT_CACHE_DIR:-/tmp/uqjit-gpu-cache}
+mkdir -p "$UQJIT_CACHE_DIR" && chmod 700 "$UQJIT_CACHE_DIR"
+
+log "machine"
+uname -a
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null ||
+  echo "(no nvidia-smi)"
+gcc --version | head -1
+
+log "configure $build"
+if [ -f "$build/build.ninja" ]; then
+  meson setup --reconfigure "$build" -Dtests=enabled >"$build.setup.log" 2>&1
+else
+  meson setup "$build" -Dtests=enabled >"$build.setup.log" 2>&1
+fi
+rc=$?
+tail -25 "$build.setup.log"
+if [ $rc -ne 0 ]; then
+  echo "gpu-check: meson setup failed" >&2
+  [ -n "${OUT:-}" ] && cp "$build.setup.log" "$OUT/" 2>/dev/null
+  exit $rc
+fi
+
+log "build"
+ninja -C "$build" -j"$(nproc)" >"$build.ninja.log" 2>&1
+rc=$?
+grep -E "error|warning" "$build.ninja.log" | head -40
+if [ $rc -ne 0 ]; then
+  tail -40 "$build.ninja.log"
+  [ -n "${OUT:-}" ] && cp "$build.ninja.log" "$OUT/" 2>/dev/null
+  exit $rc
+fi
+
+status=0
+for s in $suites; do
+  log "meson test --suite $s"
+  meson test -C "$build" --suite "$s" --print-errorlogs \
+    --num-processes "$(nproc)" 2>&1 | tail -60
+  st=${PIPESTATUS[0]}
+  [ "$st" -ne 0 ] && status=$st
+  f=$build/meson-logs/testlog.txt
+  if [ "$s" = gpu ] && [ -f "$f" ]; then
+    # What the gpu tests measured (errors per case, overhead, counters).
+    log "gpu test measurements"
+    grep -E "^(device 0|qg |worst|store dtype|uq_decode host|8 threads|table:|SKIP|uq_memcpy_h2d)" "$f" | head -80
+  fi
+  [ -n "${OUT:-}" ] && cp "$f" "$OUT/testlog-$s.txt" 2>/dev/null
+done
+
+if "$build/tools/uqjit" -h 2>&1 | grep -qw demo; then
+  log "uqjit demo"
+  "$build/tools/uqjit" demo 2>&1 | tail -40
+  st=${PIPESTATUS[0]}
+  [ "$st" -ne 0 ] && status=$st
+fi
+
+log "summary: exit $status"
+exit $status
