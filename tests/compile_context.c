@@ -168,10 +168,10 @@ static void disabled_jit_names_the_missing_kernel(void **st) {
   uq_context *ctx = open_ctx(1);
   void *obj = NULL;
   size_t len = 0;
+  char name[512]; /* before: every public call clears the last error */
+  uq_key_name(&keys[0], name, sizeof name);
   int rc = uq_code_object(ctx, &keys[0], &obj, &len, NULL);
   assert_int_equal(rc, UQ_ENOJIT);
-  char name[512];
-  uq_key_name(&keys[0], name, sizeof name);
   assert_non_null(strstr(uq_last_error(), name));
   /* Remembered: the same status again, even with JIT back on. */
   unsetenv("UQJIT_DISABLE_JIT");

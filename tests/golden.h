@@ -32,8 +32,8 @@ golden_value *golden_parse(const char *text, size_t len, char *err,
                            size_t errlen);
 /* Reads and parses a file; NULL (message on stderr) on failure. */
 golden_value *golden_load_file(const char *path);
-/* Loads $UQ_TESTDATA/<name> (falling back to ../shared/testdata relative to
- * the source tree is the build's job: UQ_TESTDATA is set by meson). */
+/* Loads $UQ_TESTDATA/<name> (tests/meson.build sets UQ_TESTDATA); NULL,
+ * with a message on stderr, when it is unset or the file is unreadable. */
 golden_value *golden_load_testdata(const char *name);
 void golden_free(golden_value *v);
 

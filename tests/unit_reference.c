@@ -381,12 +381,19 @@ static void reference_refuses_bad_input_and_writes_nothing(void **state) {
   double *out64 = malloc(n * sizeof *out64);
   assert_non_null(out);
   assert_non_null(out64);
+  problem p;
+  problem_make(&p, &c, 99);
+  int32_t seq_lens[2], table[64];
+  size_t table_bytes = 2 * (size_t)p.shape.max_blocks_per_seq * sizeof table[0];
+  assert_true(table_bytes <= sizeof table);
+  memcpy(seq_lens, p.seq_lens, sizeof seq_lens);
+  memcpy(table, p.block_table, table_bytes);
   for (int which = 0; which < NUM_REFUSALS; which++) {
     for (int f64 = 0; f64 < 2; f64++) {
       if (which == 31 && f64)
         continue; /* the f64 variant does not use args->out */
-      problem p;
-      problem_make(&p, &c, 99);
+      memcpy(p.seq_lens, seq_lens, sizeof seq_lens);
+      memcpy(p.block_table, table, table_bytes);
       uq_shape s = p.shape;
       uq_decode_args a = problem_args(&p, out);
       const uq_shape *sp = &s;
@@ -409,12 +416,11 @@ static void reference_refuses_bad_input_and_writes_nothing(void **state) {
         if (u != 0xcdcdcdcdcdcdcdcdull)
           fail_msg("%s: out64 written", what);
       }
-      problem_free(&p);
     }
   }
+  memcpy(p.seq_lens, seq_lens, sizeof seq_lens);
+  memcpy(p.block_table, table, table_bytes);
   /* out64 NULL for the f64 variant. */
-  problem p;
-  problem_make(&p, &c, 99);
   uq_decode_args a = problem_args(&p, NULL);
   assert_int_equal(uq_reference_decode_f64(&p.shape, &a, NULL), UQ_EINVAL);
   /* Entries of the table past a sequence's last block are not read. */
