@@ -11,5 +11,13 @@
 
 /* uqjit plan: the launch plan of a decode shape (tools/cmd_plan.c). */
 int uq_cmd_plan(int argc, char **argv);
+/* uqjit dump: kernel sources, disassembly, resources (tools/cmd_dump.c). */
+int uq_cmd_dump(int argc, char **argv);
+/* uqjit warm: offline cache fill (tools/cmd_warm.c). */
+int uq_cmd_warm(int argc, char **argv);
+/* uqjit cache: ls, verify, prune, stats (tools/cmd_cache.c). */
+int uq_cmd_cache(int argc, char **argv);
+/* uqjit info: compilers, runtimes, devices, caches (tools/cmd_info.c). */
+int uq_cmd_info(int argc, char **argv);
 
 #endif

@@ -24,6 +24,13 @@ static const command commands[] = {
     {"plan", uq_cmd_plan,
      "show the launch plan of a decode shape (partitions, grids, workspace, "
      "kernel keys)"},
+    {"dump", uq_cmd_dump,
+     "print a kernel's generated source, and its ISA and resource usage"},
+    {"warm", uq_cmd_warm,
+     "compile a deployment's kernels into a cache directory (no GPU needed)"},
+    {"cache", uq_cmd_cache, "list, verify, prune or summarise a cache"},
+    {"info", uq_cmd_info,
+     "report compilers, runtimes, devices and cache directories"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "show this help, or a command's help"},
 };
