@@ -232,8 +232,9 @@ int uq_decode(uq_context *ctx, const uq_shape *shape,
   dp.segm_max = (float *)(ws + plan->ws_segm_max);
   dp.segm_sum = (float *)(ws + plan->ws_segm_sum);
   dp.batch = batch;
-  rc = pf->launch(pc->decode->function, plan->decode_grid, plan->block_threads,
-                  &dp, stream);
+  /* The generated kernel's own contract (equal to plan->block_threads). */
+  rc = pf->launch(pc->decode->function, plan->decode_grid,
+                  pc->decode->block_threads, &dp, stream);
   if (rc != 0)
     return rc;
 

@@ -183,6 +183,12 @@ static void *worker(void *arg) {
   }
 }
 
+/* LLVM inside the compilers installs its own per-thread alternate signal
+ * stack; AddressSanitizer would then try to unmap that one at thread exit
+ * and abort. Its own alternate stack is not needed here. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "use_sigaltstack=0"; }
+
 static const char *const kind_names[5] = {"?", "decode", "reduce",
                                           "prologue", "store"};
 

@@ -19,5 +19,7 @@ int uq_cmd_warm(int argc, char **argv);
 int uq_cmd_cache(int argc, char **argv);
 /* uqjit info: compilers, runtimes, devices, caches (tools/cmd_info.c). */
 int uq_cmd_info(int argc, char **argv);
+/* uqjit demo: store, decode and verify one problem (tools/cmd_demo.c). */
+int uq_cmd_demo(int argc, char **argv);
 
 #endif

@@ -7,7 +7,8 @@
 # Dependencies: pkg-config's cmocka and libxxhash when installed; otherwise
 # the Debian packages carried in .deps/ (prepared on a networked machine:
 #   mkdir -p .deps && cd .deps &&
-#   apt-get download libcmocka0 libcmocka-dev libxxhash0 libxxhash-dev &&
+#   apt-get download libcmocka0 libcmocka-dev libxxhash0 libxxhash-dev \
+#     pkgconf-bin libpkgconf3 &&
 #   cp -r /work/shared/testdata .
 # ) are unpacked into /tmp/deps and used through PKG_CONFIG_SYSROOT_DIR.
 #
@@ -22,6 +23,9 @@ build=${UQ_GPU_BUILD:-build-gpu}
 suites=${UQ_GPU_SUITES:-unit gpu}
 
 log() { printf '== %s\n' "$*"; }
+logs=${TMPDIR:-/tmp}/uq-gpu-check
+mkdir -p "$logs"
+[ -n "${OUT:-}" ] && mkdir -p "$OUT"
 
 if [ -n "${UQ_GPU_FORCE_DEPS:-}" ] || ! pkg-config --exists cmocka libxxhash 2>/dev/null; then
   if ! ls .deps/*.deb >/dev/null 2>&1; then
@@ -37,6 +41,13 @@ if [ -n "${UQ_GPU_FORCE_DEPS:-}" ] || ! pkg-config --exists cmocka libxxhash 2>/
   # Keep -I/usr/include style flags: with the sysroot they point into it.
   export PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1
   export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # Meson finds these through pkg-config; a machine without one uses the
+  # carried pkgconf (pkgconf-bin + libpkgconf3), named by $PKG_CONFIG.
+  if ! command -v pkg-config >/dev/null && ! command -v pkgconf >/dev/null &&
+    [ -x /tmp/deps/usr/bin/pkgconf ]; then
+    export PKG_CONFIG=/tmp/deps/usr/bin/pkgconf
+    log "using the carried $PKG_CONFIG"
+  fi
 fi
 
 # Golden vectors: tests/meson.build points UQ_TESTDATA at ../shared/testdata;
@@ -50,6 +61,10 @@ if [ -d .deps/testdata ]; then
 else
   export UQ_TESTDATA=$root/../shared/testdata
 fi
+# NVRTC and friends, for a loader that does not know the CUDA toolkit.
+if [ -d /usr/local/cuda/lib64 ]; then
+  export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64
+fi
 export UQJIT_CACHE_DIR=${UQJIT_CACHE_DIR:-/tmp/uqjit-gpu-cache}
 mkdir -p "$UQJIT_CACHE_DIR" && chmod 700 "$UQJIT_CACHE_DIR"
 
@@ -61,25 +76,25 @@ gcc --version | head -1
 
 log "configure $build"
 if [ -f "$build/build.ninja" ]; then
-  meson setup --reconfigure "$build" -Dtests=enabled >"$build.setup.log" 2>&1
+  meson setup --reconfigure "$build" -Dtests=enabled >"$logs/setup.log" 2>&1
 else
-  meson setup "$build" -Dtests=enabled >"$build.setup.log" 2>&1
+  meson setup "$build" -Dtests=enabled >"$logs/setup.log" 2>&1
 fi
 rc=$?
-tail -25 "$build.setup.log"
+tail -25 "$logs/setup.log"
 if [ $rc -ne 0 ]; then
   echo "gpu-check: meson setup failed" >&2
-  [ -n "${OUT:-}" ] && cp "$build.setup.log" "$OUT/" 2>/dev/null
+  [ -n "${OUT:-}" ] && cp "$logs/setup.log" "$OUT/" 2>/dev/null
   exit $rc
 fi
 
 log "build"
-ninja -C "$build" -j"$(nproc)" >"$build.ninja.log" 2>&1
+ninja -C "$build" -j"$(nproc)" >"$logs/ninja.log" 2>&1
 rc=$?
-grep -E "error|warning" "$build.ninja.log" | head -40
+grep -E "error:|warning:" "$logs/ninja.log" | head -40
 if [ $rc -ne 0 ]; then
-  tail -40 "$build.ninja.log"
-  [ -n "${OUT:-}" ] && cp "$build.ninja.log" "$OUT/" 2>/dev/null
+  tail -40 "$logs/ninja.log"
+  [ -n "${OUT:-}" ] && cp "$logs/ninja.log" "$OUT/" 2>/dev/null
   exit $rc
 fi
 

@@ -31,6 +31,8 @@ static const command commands[] = {
     {"cache", uq_cmd_cache, "list, verify, prune or summarise a cache"},
     {"info", uq_cmd_info,
      "report compilers, runtimes, devices and cache directories"},
+    {"demo", uq_cmd_demo,
+     "plan, store, decode and verify a small problem (GPU, else CPU)"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "show this help, or a command's help"},
 };

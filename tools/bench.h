@@ -1,0 +1,65 @@
+/* The GPU side of `uqjit bench`: one shape's buffers (rotated KV caches
+ * and block tables), its correctness check and its timings. */
+#ifndef UQ_TOOLS_BENCH_H
+#define UQ_TOOLS_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uqjit.h"
+
+typedef struct uq_bench_opts {
+  int iters, warmup;
+  int graph;             /* 1 on, 0 off, -1 auto (small shapes) */
+  uint64_t rotate_bytes; /* KV bytes touched between reuses of one cache */
+  uint64_t max_mem;      /* device memory cap for one shape */
+  int check_seqs;        /* sequences checked against the reference (0: none) */
+  uint64_t seed;
+} uq_bench_opts;
+
+/* One shape's buffers on the device. */
+typedef struct uq_bench_shape {
+  uq_shape shape;
+  uq_plan plan;
+  int32_t seq;            /* every sequence's length */
+  int64_t blocks_per_copy;
+  int rotations;          /* KV cache copies (each with its block table) */
+  void *cache, *tables, *seq_lens, *query, *out, *workspace;
+  /* Host side: the pool every device block repeats, the base table. */
+  uint8_t *pool;
+  int64_t pool_blocks;
+  int32_t *base_table;    /* [B, max_blocks_per_seq] into [0, blocks_per_copy) */
+  uint16_t *host_query;
+} uq_bench_shape;
+
+typedef struct uq_bench_result {
+  int skipped;
+  char note[160];
+  double eager_us, graph_us; /* medians; < 0 when not measured */
+  double rel_l2;             /* < 0 when not checked */
+  size_t nonfinite;
+  uint64_t kv_bytes, io_bytes, ws_bytes, device_bytes;
+} uq_bench_result;
+
+/* Device bytes one shape with `rotations` copies needs. */
+uint64_t uq_bench_bytes(const uq_shape *s, const uq_plan *p, int rotations);
+/* Allocates and fills buffers. UQ_* status (library error set); on failure
+ * the caller reports, then calls uq_bench_teardown (which clears it). */
+int uq_bench_setup(uq_context *ctx, uq_bench_shape *b, const uq_shape *s,
+                   const uq_plan *plan, int32_t seq, int rotations,
+                   uint64_t seed);
+void uq_bench_teardown(uq_context *ctx, uq_bench_shape *b);
+/* The decode arguments of rotation r. */
+void uq_bench_args(const uq_bench_shape *b, int r, uq_decode_args *a);
+/* Decodes rotation 0 once (loading the kernels) and compares the first
+ * `nseq` sequences (0: none) with the double-precision reference. */
+int uq_bench_check(uq_context *ctx, uq_bench_shape *b, int nseq,
+                   double *rel_l2, size_t *nonfinite);
+/* Median device time of one call in microseconds (eager, or replaying one
+ * captured graph per rotation). */
+int uq_bench_time(uq_context *ctx, void *stream, uq_bench_shape *b,
+                  const uq_bench_opts *o, int graph, double *median_us);
+
+double uq_bench_median(double *v, size_t n);
+
+#endif
