@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "context.h"
 #include "error.h"
 #include "platform.h"
@@ -164,4 +165,138 @@ int uq_synchronize(uq_context *ctx) {
   uq__pdev *dev;
   int rc = device_of(ctx, &pf, &dev);
   return rc != 0 ? rc : pf->synchronize(dev);
+}
+
+/* Streams, events and graphs. Each handle that needs its device later keeps
+ * the platform and device beside the runtime's own handle. */
+
+int uq_stream_create(uq_context *ctx, void **stream) {
+  uq__error_clear();
+  if (stream == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_stream_create: stream is NULL");
+  *stream = NULL;
+  const uq__platform *pf;
+  uq__pdev *dev;
+  int rc = device_of(ctx, &pf, &dev);
+  return rc != 0 ? rc : pf->stream_create(dev, stream);
+}
+
+int uq_stream_destroy(uq_context *ctx, void *stream) {
+  uq__error_clear();
+  if (stream == NULL)
+    return 0;
+  const uq__platform *pf;
+  uq__pdev *dev;
+  int rc = device_of(ctx, &pf, &dev);
+  return rc != 0 ? rc : pf->stream_destroy(dev, stream);
+}
+
+int uq_stream_synchronize(uq_context *ctx, void *stream) {
+  uq__error_clear();
+  const uq__platform *pf;
+  uq__pdev *dev;
+  int rc = device_of(ctx, &pf, &dev);
+  return rc != 0 ? rc : pf->stream_synchronize(dev, stream);
+}
+
+struct uq_event {
+  const uq__platform *pf;
+  uq__pdev *dev;
+  void *handle;
+};
+
+int uq_event_create(uq_context *ctx, uq_event **event) {
+  uq__error_clear();
+  if (event == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_event_create: event is NULL");
+  *event = NULL;
+  uq_event *e = uq__calloc(1, sizeof *e);
+  if (e == NULL)
+    return uq__errorf(UQ_ENOMEM, "out of memory creating an event");
+  int rc = device_of(ctx, &e->pf, &e->dev);
+  if (rc == 0)
+    rc = e->pf->event_create(e->dev, &e->handle);
+  if (rc != 0) {
+    uq__free(e);
+    return rc;
+  }
+  *event = e;
+  return 0;
+}
+
+int uq_event_record(uq_event *event, void *stream) {
+  uq__error_clear();
+  if (event == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_event_record: event is NULL");
+  return event->pf->event_record(event->dev, event->handle, stream);
+}
+
+int uq_event_elapsed_ms(uq_event *start, uq_event *end, float *ms) {
+  uq__error_clear();
+  if (start == NULL || end == NULL || ms == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_event_elapsed_ms: NULL argument");
+  if (start->dev != end->dev)
+    return uq__errorf(UQ_EINVAL,
+                      "uq_event_elapsed_ms: events of different devices");
+  return start->pf->event_elapsed_ms(start->dev, start->handle, end->handle,
+                                     ms);
+}
+
+void uq_event_destroy(uq_event *event) {
+  if (event == NULL)
+    return;
+  /* Destroy cannot report; a failure here leaks only the runtime's handle. */
+  (void)event->pf->event_destroy(event->dev, event->handle);
+  uq__free(event);
+}
+
+struct uq_graph {
+  const uq__platform *pf;
+  uq__pdev *dev;
+  void *exec;
+};
+
+int uq_graph_capture_begin(uq_context *ctx, void *stream) {
+  uq__error_clear();
+  if (stream == NULL)
+    return uq__errorf(UQ_EINVAL,
+                      "uq_graph_capture_begin: capture needs a created "
+                      "stream, not the default stream");
+  const uq__platform *pf;
+  uq__pdev *dev;
+  int rc = device_of(ctx, &pf, &dev);
+  return rc != 0 ? rc : pf->capture_begin(dev, stream);
+}
+
+int uq_graph_capture_end(uq_context *ctx, void *stream, uq_graph **graph) {
+  uq__error_clear();
+  if (stream == NULL || graph == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_graph_capture_end: NULL argument");
+  *graph = NULL;
+  uq_graph *g = uq__calloc(1, sizeof *g);
+  if (g == NULL)
+    return uq__errorf(UQ_ENOMEM, "out of memory ending a capture");
+  int rc = device_of(ctx, &g->pf, &g->dev);
+  if (rc == 0)
+    rc = g->pf->capture_end(g->dev, stream, &g->exec);
+  if (rc != 0) {
+    uq__free(g);
+    return rc;
+  }
+  *graph = g;
+  return 0;
+}
+
+int uq_graph_launch(uq_graph *graph, void *stream) {
+  uq__error_clear();
+  if (graph == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_graph_launch: graph is NULL");
+  return graph->pf->graph_launch(graph->dev, graph->exec, stream);
+}
+
+void uq_graph_destroy(uq_graph *graph) {
+  if (graph == NULL)
+    return;
+  (void)graph->pf->graph_destroy(graph->dev, graph->exec);
+  uq__free(graph);
 }

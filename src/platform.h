@@ -70,6 +70,12 @@ typedef struct uq__platform {
   int (*capture_end)(uq__pdev *dev, void *stream, void **exec);
   int (*graph_launch)(uq__pdev *dev, void *exec, void *stream);
   int (*graph_destroy)(uq__pdev *dev, void *exec);
+
+  /* Timing events (benchmarks). elapsed waits for `end` to complete. */
+  int (*event_create)(uq__pdev *dev, void **event);
+  int (*event_record)(uq__pdev *dev, void *event, void *stream);
+  int (*event_elapsed_ms)(uq__pdev *dev, void *start, void *end, float *ms);
+  int (*event_destroy)(uq__pdev *dev, void *event);
 } uq__platform;
 
 /* The runtimes compiled in (either may fail to init at run time). */

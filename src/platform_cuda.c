@@ -50,7 +50,12 @@
   X(cuGraphInstantiate)                                                      \
   X(cuGraphLaunch)                                                           \
   X(cuGraphExecDestroy)                                                      \
-  X(cuGraphDestroy)
+  X(cuGraphDestroy)                                                          \
+  X(cuEventCreate)                                                           \
+  X(cuEventRecord)                                                           \
+  X(cuEventSynchronize)                                                      \
+  X(cuEventElapsedTime)                                                      \
+  X(cuEventDestroy)
 
 /* Expands its argument first: UQ__STR(cuMemAlloc) is "cuMemAlloc_v2". */
 #define UQ__STR_(x) #x
@@ -373,6 +378,44 @@ static int cuda_graph_destroy(uq__pdev *dev, void *exec) {
   return 0;
 }
 
+static int cuda_event_create(uq__pdev *dev, void **event) {
+  int rc = cuda_make_current(dev);
+  if (rc != 0)
+    return rc;
+  CUevent e = NULL;
+  CHECK(api.p_cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+  *event = e;
+  return 0;
+}
+
+static int cuda_event_record(uq__pdev *dev, void *event, void *stream) {
+  int rc = cuda_make_current(dev);
+  if (rc != 0)
+    return rc;
+  CHECK(api.p_cuEventRecord((CUevent)event, (CUstream)stream),
+        "cuEventRecord");
+  return 0;
+}
+
+static int cuda_event_elapsed_ms(uq__pdev *dev, void *start, void *end,
+                                 float *ms) {
+  int rc = cuda_make_current(dev);
+  if (rc != 0)
+    return rc;
+  CHECK(api.p_cuEventSynchronize((CUevent)end), "cuEventSynchronize");
+  CHECK(api.p_cuEventElapsedTime(ms, (CUevent)start, (CUevent)end),
+        "cuEventElapsedTime");
+  return 0;
+}
+
+static int cuda_event_destroy(uq__pdev *dev, void *event) {
+  int rc = cuda_make_current(dev);
+  if (rc != 0)
+    return rc;
+  CHECK(api.p_cuEventDestroy((CUevent)event), "cuEventDestroy");
+  return 0;
+}
+
 const uq__platform uq__platform_cuda = {
     .name = "cuda",
     .init = cuda_init,
@@ -400,6 +443,10 @@ const uq__platform uq__platform_cuda = {
     .capture_end = cuda_capture_end,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
+    .event_create = cuda_event_create,
+    .event_record = cuda_event_record,
+    .event_elapsed_ms = cuda_event_elapsed_ms,
+    .event_destroy = cuda_event_destroy,
 };
 
 #else /* !UQ_HAVE_CUDA_HEADERS */

@@ -52,6 +52,11 @@ static struct {
   hip_status (*GraphLaunch)(hip_ptr, hip_ptr);
   hip_status (*GraphExecDestroy)(hip_ptr);
   hip_status (*GraphDestroy)(hip_ptr);
+  hip_status (*EventCreate)(hip_ptr *);
+  hip_status (*EventRecord)(hip_ptr, hip_ptr);
+  hip_status (*EventSynchronize)(hip_ptr);
+  hip_status (*EventElapsedTime)(float *, hip_ptr, hip_ptr);
+  hip_status (*EventDestroy)(hip_ptr);
 } api;
 
 struct uq__pdev {
@@ -113,6 +118,11 @@ static void do_init(void) {
       {"hipGraphLaunch", (void **)&api.GraphLaunch},
       {"hipGraphExecDestroy", (void **)&api.GraphExecDestroy},
       {"hipGraphDestroy", (void **)&api.GraphDestroy},
+      {"hipEventCreate", (void **)&api.EventCreate},
+      {"hipEventRecord", (void **)&api.EventRecord},
+      {"hipEventSynchronize", (void **)&api.EventSynchronize},
+      {"hipEventElapsedTime", (void **)&api.EventElapsedTime},
+      {"hipEventDestroy", (void **)&api.EventDestroy},
   };
   for (size_t i = 0; rc == 0 && i < sizeof syms / sizeof syms[0]; i++)
     rc = uq__dl_sym(lib, "libamdhip64", syms[i].name, UQ_ENODEV,
@@ -359,6 +369,32 @@ static int hip_graph_destroy(uq__pdev *dev, void *exec) {
   return 0;
 }
 
+static int hip_event_create(uq__pdev *dev, void **event) {
+  CURRENT(dev);
+  CHECK(api.EventCreate(event), "hipEventCreate");
+  return 0;
+}
+
+static int hip_event_record(uq__pdev *dev, void *event, void *stream) {
+  CURRENT(dev);
+  CHECK(api.EventRecord(event, stream), "hipEventRecord");
+  return 0;
+}
+
+static int hip_event_elapsed_ms(uq__pdev *dev, void *start, void *end,
+                                float *ms) {
+  CURRENT(dev);
+  CHECK(api.EventSynchronize(end), "hipEventSynchronize");
+  CHECK(api.EventElapsedTime(ms, start, end), "hipEventElapsedTime");
+  return 0;
+}
+
+static int hip_event_destroy(uq__pdev *dev, void *event) {
+  CURRENT(dev);
+  CHECK(api.EventDestroy(event), "hipEventDestroy");
+  return 0;
+}
+
 const uq__platform uq__platform_hip = {
     .name = "hip",
     .init = hip_init,
@@ -386,4 +422,8 @@ const uq__platform uq__platform_hip = {
     .capture_end = hip_capture_end,
     .graph_launch = hip_graph_launch,
     .graph_destroy = hip_graph_destroy,
+    .event_create = hip_event_create,
+    .event_record = hip_event_record,
+    .event_elapsed_ms = hip_event_elapsed_ms,
+    .event_destroy = hip_event_destroy,
 };

@@ -62,4 +62,5 @@ int uq_bench_time(uq_context *ctx, void *stream, uq_bench_shape *b,
 
 double uq_bench_median(double *v, size_t n);
 
+
 #endif

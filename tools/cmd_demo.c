@@ -187,7 +187,8 @@ static void offline_compile(const uq_tool_problem *p, const char *want,
     uq_context_destroy(ctx);
     return;
   }
-  printf("  no compiler for any default target: JIT step skipped\n");
+  printf("  no kernel could be compiled for any target tried: JIT step "
+         "skipped\n");
 }
 
 static int run_cpu(const uq_tool_problem *p, const uint8_t *cache,

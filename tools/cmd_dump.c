@@ -90,7 +90,8 @@ static void print_resources(const char *target, const uq_code_info *info,
   }
   print_count(is_nvidia(target) ? "shared" : "LDS", info->lds_bytes,
               " bytes");
-  print_count("scratch", info->scratch_bytes, " bytes per lane");
+  print_count("scratch", info->scratch_bytes,
+              is_nvidia(target) ? " bytes per thread" : " bytes per lane");
 }
 
 typedef struct dump_state {

@@ -21,5 +21,8 @@ int uq_cmd_cache(int argc, char **argv);
 int uq_cmd_info(int argc, char **argv);
 /* uqjit demo: store, decode and verify one problem (tools/cmd_demo.c). */
 int uq_cmd_demo(int argc, char **argv);
+/* uqjit bench: GPU decode timings and bandwidth (tools/cmd_bench.c,
+ * tools/bench_shape.c). */
+int uq_cmd_bench(int argc, char **argv);
 
 #endif

@@ -33,6 +33,8 @@ static const command commands[] = {
      "report compilers, runtimes, devices and cache directories"},
     {"demo", uq_cmd_demo,
      "plan, store, decode and verify a small problem (GPU, else CPU)"},
+    {"bench", uq_cmd_bench,
+     "time decodes over a sweep of shapes against the copy bandwidth (GPU)"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "show this help, or a command's help"},
 };

@@ -1,0 +1,721 @@
+/* The uqjit dump, warm, cache, info, demo and bench commands as a user
+ * runs them. argv[1] is the uqjit binary (tests/meson.build passes it),
+ * argv[2] the group: "unit" (no compiler: sources, cache admin on an empty
+ * directory, info, demo on the CPU with JIT disabled, misuse) or "compile"
+ * (needs clang-22: warm into a temporary cache, hits on the second run,
+ * a corrupted entry found by verify and recompiled alone, prune, dump
+ * --isa). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+extern char **environ;
+
+static const char *uqjit_path;
+
+typedef struct result {
+  int code; /* exit status, or -1 when killed */
+  char *out, *err;
+} result;
+
+static void append(char **buf, size_t *len, const char *data, size_t n) {
+  *buf = realloc(*buf, *len + n + 1);
+  assert_non_null(*buf);
+  memcpy(*buf + *len, data, n);
+  *len += n;
+  (*buf)[*len] = '\0';
+}
+
+/* Runs uqjit with args (NULL-terminated, without argv[0]). stdout goes to a
+ * pipe, or to `stdout_file` when given. No shell is involved. */
+static result run_to(const char *stdout_file, const char *const *args) {
+  const char *argv[48];
+  size_t n = 0;
+  argv[n++] = uqjit_path;
+  while (*args && n < 47)
+    argv[n++] = *args++;
+  argv[n] = NULL;
+
+  int out_pipe[2], err_pipe[2];
+  assert_int_equal(pipe(out_pipe), 0);
+  assert_int_equal(pipe(err_pipe), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (stdout_file)
+    posix_spawn_file_actions_addopen(&fa, 1, stdout_file, O_WRONLY, 0);
+  else
+    posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  posix_spawn_file_actions_addclose(&fa, out_pipe[0]);
+  posix_spawn_file_actions_addclose(&fa, err_pipe[0]);
+  posix_spawn_file_actions_addclose(&fa, out_pipe[1]);
+  posix_spawn_file_actions_addclose(&fa, err_pipe[1]);
+  pid_t pid;
+  int rc = posix_spawn(&pid, uqjit_path, &fa, NULL, (char *const *)argv,
+                       environ);
+  posix_spawn_file_actions_destroy(&fa);
+  assert_int_equal(rc, 0);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+
+  result r = {0, NULL, NULL};
+  size_t out_len = 0, err_len = 0;
+  append(&r.out, &out_len, "", 0);
+  append(&r.err, &err_len, "", 0);
+  struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    assert_true(poll(fds, 2, 120000) > 0);
+    for (int i = 0; i < 2; i++) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      char chunk[4096];
+      ssize_t got = read(fds[i].fd, chunk, sizeof chunk);
+      if (got <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        open_fds--;
+        continue;
+      }
+      if (i == 0)
+        append(&r.out, &out_len, chunk, (size_t)got);
+      else
+        append(&r.err, &err_len, chunk, (size_t)got);
+    }
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+#define RUN(...) run_to(NULL, (const char *const[]){__VA_ARGS__, NULL})
+
+static void result_free(result *r) {
+  free(r->out);
+  free(r->err);
+}
+
+/* ------------------------------------------------------------------ */
+/* A strict JSON syntax check (RFC 8259 grammar, no extensions). */
+
+static const char *ws(const char *p) {
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+    p++;
+  return p;
+}
+
+static const char *json_value(const char *p, int depth);
+
+static const char *json_string(const char *p) {
+  if (*p != '"')
+    return NULL;
+  for (p++; *p != '"'; p++) {
+    if ((unsigned char)*p < 0x20)
+      return NULL;
+    if (*p == '\\') {
+      p++;
+      if (*p == 'u') {
+        for (int i = 1; i <= 4; i++)
+          if (!strchr("0123456789abcdefABCDEF", p[i]) || p[i] == '\0')
+            return NULL;
+        p += 4;
+      } else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+        return NULL;
+      }
+    }
+  }
+  return p + 1;
+}
+
+static const char *json_number(const char *p) {
+  if (*p == '-')
+    p++;
+  if (*p == '0')
+    p++;
+  else if (*p >= '1' && *p <= '9')
+    while (*p >= '0' && *p <= '9')
+      p++;
+  else
+    return NULL;
+  if (*p == '.') {
+    p++;
+    if (*p < '0' || *p > '9')
+      return NULL;
+    while (*p >= '0' && *p <= '9')
+      p++;
+  }
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-')
+      p++;
+    if (*p < '0' || *p > '9')
+      return NULL;
+    while (*p >= '0' && *p <= '9')
+      p++;
+  }
+  return p;
+}
+
+static const char *json_value(const char *p, int depth) {
+  if (depth > 32)
+    return NULL;
+  p = ws(p);
+  if (*p == '{' || *p == '[') {
+    char close = *p == '{' ? '}' : ']';
+    p = ws(p + 1);
+    if (*p == close)
+      return p + 1;
+    for (;;) {
+      if (close == '}') {
+        p = json_string(ws(p));
+        if (!p)
+          return NULL;
+        p = ws(p);
+        if (*p != ':')
+          return NULL;
+        p++;
+      }
+      p = json_value(p, depth + 1);
+      if (!p)
+        return NULL;
+      p = ws(p);
+      if (*p == close)
+        return p + 1;
+      if (*p != ',')
+        return NULL;
+      p++;
+    }
+  }
+  if (*p == '"')
+    return json_string(p);
+  if (!strncmp(p, "true", 4))
+    return p + 4;
+  if (!strncmp(p, "false", 5))
+    return p + 5;
+  if (!strncmp(p, "null", 4))
+    return p + 4;
+  return json_number(p);
+}
+
+static void assert_json(const char *text) {
+  const char *end = json_value(text, 0);
+  if (end == NULL || *ws(end) != '\0')
+    fail_msg("not one JSON value:\n%s", text);
+  assert_true(*ws(text) == '{');
+}
+
+/* The text after `"key":` (whitespace skipped); fails when absent. */
+static const char *json_field(const char *json, const char *key) {
+  char pat[96];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(json, pat);
+  if (p == NULL)
+    fail_msg("no key %s in:\n%s", key, json);
+  return ws(p + strlen(pat));
+}
+
+static long long json_int(const char *json, const char *key) {
+  const char *p = json_field(json, key);
+  char *end;
+  long long v = strtoll(p, &end, 10);
+  if (end == p)
+    fail_msg("key %s is not a number", key);
+  return v;
+}
+
+static const char *group;
+
+/* ------------------------------------------------------------------ */
+/* Helpers. */
+
+static void expect_usage_error(result r, const char *what) {
+  if (r.code != 2)
+    fail_msg("%s: exit %d (want 2), stderr: %s", what, r.code, r.err);
+  if (r.out[0] != '\0')
+    fail_msg("%s: wrote to stdout: %s", what, r.out);
+  if (r.err[0] == '\0')
+    fail_msg("%s: no message on stderr", what);
+  result_free(&r);
+}
+
+static void expect_ok(const result *r, const char *what) {
+  if (r->code != 0)
+    fail_msg("%s: exit %d, stderr: %s", what, r->code, r->err);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+                  struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+static void rmtree(const char *dir) {
+  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *make_tmpdir(void) {
+  char *dir = strdup("/tmp/uq_cli_tools_XXXXXX");
+  assert_non_null(dir);
+  assert_non_null(mkdtemp(dir));
+  return dir;
+}
+
+static int count_occurrences(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+static char found_entry[4096];
+static int find_entry(const char *path, const struct stat *st, int flag,
+                      struct FTW *ftw) {
+  (void)ftw;
+  size_t n = strlen(path);
+  if (flag == FTW_F && S_ISREG(st->st_mode) && n > 3 &&
+      strcmp(path + n - 3, ".co") == 0) {
+    snprintf(found_entry, sizeof found_entry, "%s", path);
+    return 1;
+  }
+  return 0;
+}
+
+/* Flips one byte in the middle of one entry (inside its payload). */
+static void corrupt_one_entry(const char *dir) {
+  found_entry[0] = '\0';
+  nftw(dir, find_entry, 16, FTW_PHYS);
+  if (!found_entry[0])
+    fail_msg("no .co entry under %s", dir);
+  int fd = open(found_entry, O_RDWR);
+  assert_true(fd >= 0);
+  struct stat st;
+  assert_int_equal(fstat(fd, &st), 0);
+  assert_true(st.st_size > 128);
+  off_t at = st.st_size / 2;
+  unsigned char c;
+  assert_int_equal(pread(fd, &c, 1, at), 1);
+  c ^= 0x5a;
+  assert_int_equal(pwrite(fd, &c, 1, at), 1);
+  close(fd);
+}
+
+static int have_program(const char *name) {
+  const char *path = getenv("PATH");
+  if (path == NULL)
+    return 0;
+  char *copy = strdup(path), *save = NULL;
+  int found = 0;
+  for (char *d = strtok_r(copy, ":", &save); d && !found;
+       d = strtok_r(NULL, ":", &save)) {
+    char full[4096];
+    snprintf(full, sizeof full, "%s/%s", d, name);
+    found = access(full, X_OK) == 0;
+  }
+  free(copy);
+  return found;
+}
+
+/* W = 64 x 64 = 4096 tokens, B = 4: P = 32 (FORMAT.md section 6: required
+ * 16, floor 32, cap 512, at most ceil(4096/192) = 22 -> next pow2 32). */
+#define SHAPE_SMALL                                                         \
+  "--batch", "4", "--q-heads", "16", "--kv-heads", "2", "--head-dim",     \
+      "256", "--block-size", "64", "--max-blocks-per-seq", "64"
+
+/* ------------------------------------------------------------------ */
+/* unit: no compiler needed. */
+
+static void dump_prints_decode_kernel_source_for_sm90_and_gfx950(void **s) {
+  (void)s;
+  static const char *const targets[][2] = {{"sm_90", "prelude_nvrtc.hip"},
+                                           {"gfx950", "prelude_clang.hip"}};
+  for (size_t t = 0; t < 2; t++) {
+    result r = RUN("dump", SHAPE_SMALL, "--target", targets[t][0]);
+    expect_ok(&r, targets[t][0]);
+    assert_string_equal(r.err, "");
+    char want[256];
+    snprintf(want, sizeof want,
+             "#define UQ_KERNEL_NAME uq_decode_%s_bf16_v0_d256_hk2_p32_mb64_"
+             "s0_06250000_qg8_bs64_ps272_fq1_t1_sq4096_sh256\n",
+             targets[t][0]);
+    if (strstr(r.out, want) == NULL)
+      fail_msg("no '%s' in the %s dump", want, targets[t][0]);
+    snprintf(want, sizeof want,
+             "#define UQ_KERNEL_NAME uq_reduce_%s_bf16_v0_d256_hk2_p32_qg8\n",
+             targets[t][0]);
+    assert_non_null(strstr(r.out, want));
+    assert_non_null(strstr(r.out, "void UQ_KERNEL_NAME("));
+    assert_non_null(strstr(r.out, targets[t][1]));
+    /* The fused shape has no prologue: two kernels, two headers. */
+    assert_int_equal(count_occurrences(r.out, "// ==== "), 2);
+    result_free(&r);
+  }
+}
+
+static void dump_kind_and_key_select_one_kernel(void **s) {
+  (void)s;
+  result r = RUN("dump", SHAPE_SMALL, "--target", "sm_90", "--kind",
+                 "reduce");
+  expect_ok(&r, "--kind reduce");
+  assert_int_equal(count_occurrences(r.out, "// ==== "), 1);
+  assert_non_null(
+      strstr(r.out, "// ==== reduce kernel: uq_reduce_sm_90_bf16_v0_d256_"
+                    "hk2_p32_qg8 ===="));
+  char *by_kind = strdup(r.out);
+  result_free(&r);
+
+  r = RUN("dump", "--key", "uq_reduce_sm_90_bf16_v0_d256_hk2_p32_qg8");
+  expect_ok(&r, "--key");
+  /* The same key by name gives the same text. */
+  assert_string_equal(r.out, by_kind);
+  free(by_kind);
+  result_free(&r);
+
+  r = RUN("dump", "--key", "uq_reduce_sm_90_bf16_v0_d256_hk2_p32_qg8",
+          "--target", "gfx950");
+  expect_ok(&r, "--key with --target");
+  assert_non_null(strstr(r.out, "uq_reduce_gfx950_bf16_v0_d256_hk2_p32_qg8"));
+  result_free(&r);
+
+  r = RUN("dump", SHAPE_SMALL, "--kind", "store");
+  expect_ok(&r, "--kind store");
+  assert_int_equal(count_occurrences(r.out, "// ==== store kernel: "), 1);
+  assert_non_null(strstr(r.out, "uq_store_gfx950_bf16"));
+  result_free(&r);
+
+  /* A fused shape has no prologue kernel: a failure, not a usage error. */
+  r = RUN("dump", SHAPE_SMALL, "--kind", "prologue");
+  assert_int_equal(r.code, 1);
+  assert_string_equal(r.out, "");
+  result_free(&r);
+
+  r = RUN("dump", "--key", "uq_decode_nonsense");
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.err, "invalid argument"));
+  result_free(&r);
+}
+
+static void cache_admin_on_empty_directory(void **s) {
+  (void)s;
+  char *dir = make_tmpdir();
+  result r = RUN("cache", "ls", "--cache-dir", dir);
+  expect_ok(&r, "ls");
+  assert_string_equal(r.out, "");
+  result_free(&r);
+  r = RUN("cache", "ls", "--cache-dir", dir, "--json");
+  expect_ok(&r, "ls --json");
+  assert_json(r.out);
+  assert_true(!strncmp(json_field(r.out, "entries"), "[]", 2));
+  result_free(&r);
+  r = RUN("cache", "verify", "--cache-dir", dir, "--json");
+  expect_ok(&r, "verify");
+  assert_json(r.out);
+  assert_int_equal(json_int(r.out, "good"), 0);
+  assert_int_equal(json_int(r.out, "bad"), 0);
+  result_free(&r);
+  r = RUN("cache", "stats", "--cache-dir", dir, "--json");
+  expect_ok(&r, "stats");
+  assert_json(r.out);
+  assert_int_equal(json_int(r.out, "entries"), 0);
+  assert_int_equal(json_int(r.out, "bytes"), 0);
+  result_free(&r);
+  r = RUN("cache", "prune", "--max-size", "1K", "--cache-dir", dir, "--json");
+  expect_ok(&r, "prune");
+  assert_json(r.out);
+  assert_int_equal(json_int(r.out, "removed"), 0);
+  assert_int_equal(json_int(r.out, "bytes_left"), 0);
+  result_free(&r);
+  rmtree(dir);
+  free(dir);
+
+  /* A directory that does not exist is a failure (exit 1), not a misuse. */
+  r = RUN("cache", "verify", "--cache-dir", "/nonexistent/uq_cli_tools");
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.err, "nonexistent"));
+  result_free(&r);
+}
+
+static void info_exits_zero_and_reports_compilers(void **s) {
+  (void)s;
+  result r = RUN("info");
+  expect_ok(&r, "info");
+  assert_true(!strncmp(r.out, "uqjit 0.1.0\n", 12));
+  assert_non_null(strstr(r.out, "compilers"));
+  result_free(&r);
+  r = RUN("info", "--json");
+  expect_ok(&r, "info --json");
+  assert_json(r.out);
+  assert_true(!strncmp(json_field(r.out, "version"), "\"0.1.0\"", 7));
+  assert_non_null(strstr(json_field(r.out, "report"), "compilers"));
+  result_free(&r);
+}
+
+static void demo_cpu_verifies_against_reference(void **s) {
+  (void)s;
+  char *dir = make_tmpdir();
+  /* No compile in the unit suite: the demo must say it skipped the JIT. */
+  setenv("UQJIT_DISABLE_JIT", "1", 1);
+  result r = RUN("demo", "--cpu", "--cache-dir", dir);
+  unsetenv("UQJIT_DISABLE_JIT");
+  expect_ok(&r, "demo --cpu");
+  assert_non_null(strstr(r.out, "skipped"));
+  assert_non_null(strstr(r.out, "PASS"));
+  /* Sequence 0 has 4096 tokens: its bf16 output cannot match the fp64
+   * reference exactly, and must be well inside the 1e-2 bar. */
+  const char *p = strstr(r.out, "seq 0   relative L2 error ");
+  assert_non_null(p);
+  double rel = strtod(p + strlen("seq 0   relative L2 error "), NULL);
+  assert_true(rel > 0.0 && rel < 1e-2);
+  assert_non_null(strstr(r.out, "seq 3   relative L2 error "));
+  result_free(&r);
+
+  /* Another seed and shape still pass; lengths beyond W are refused. */
+  setenv("UQJIT_DISABLE_JIT", "1", 1);
+  r = RUN("demo", "--cpu", "--cache-dir", dir, "--seed", "7", "--batch", "2",
+          "--q-heads", "12", "--kv-heads", "2", "--block-size", "16",
+          "--max-blocks-per-seq", "20", "--seq-lens", "320,17");
+  unsetenv("UQJIT_DISABLE_JIT");
+  expect_ok(&r, "demo --seed 7");
+  assert_non_null(strstr(r.out, "QG=6"));
+  assert_non_null(strstr(r.out, "PASS"));
+  result_free(&r);
+  expect_usage_error(RUN("demo", "--cpu", "--seq-lens", "4097,1,1,1"),
+                     "seq len beyond W");
+  expect_usage_error(RUN("demo", "--cpu", "--seq-lens", "1,1"),
+                     "wrong count");
+  rmtree(dir);
+  free(dir);
+}
+
+static void bench_without_gpu_exits_one(void **s) {
+  (void)s;
+  result r = RUN("info", "--json");
+  expect_ok(&r, "info --json");
+  long long devices = json_int(r.out, "devices");
+  result_free(&r);
+  if (devices > 0)
+    skip();
+  r = RUN("bench", "--batch", "1", "--seq", "1k", "--heads", "2:8");
+  assert_int_equal(r.code, 1);
+  assert_string_equal(r.out, "");
+  assert_non_null(strstr(r.err, "GPU"));
+  result_free(&r);
+}
+
+static void help_lists_commands_and_each_has_usage(void **s) {
+  (void)s;
+  static const char *const cmds[] = {"dump", "warm", "cache",
+                                     "info", "demo", "bench"};
+  result r = RUN("-h");
+  expect_ok(&r, "-h");
+  for (size_t i = 0; i < 6; i++) {
+    char want[32];
+    snprintf(want, sizeof want, "  %s ", cmds[i]);
+    if (strstr(r.out, want) == NULL)
+      fail_msg("uqjit -h does not list %s", cmds[i]);
+  }
+  result_free(&r);
+  for (size_t i = 0; i < 6; i++) {
+    r = RUN(cmds[i], "-h");
+    expect_ok(&r, cmds[i]);
+    assert_string_equal(r.err, "");
+    char want[64];
+    snprintf(want, sizeof want, "usage: uqjit %s", cmds[i]);
+    if (strncmp(r.out, want, strlen(want)) != 0)
+      fail_msg("%s -h starts with: %.60s", cmds[i], r.out);
+    result_free(&r);
+  }
+}
+
+static void misuse_exits_two(void **s) {
+  (void)s;
+  expect_usage_error(RUN("dump"), "dump without a shape");
+  expect_usage_error(RUN("dump", SHAPE_SMALL, "--kind", "bogus"), "--kind");
+  expect_usage_error(RUN("dump", "--key", "x", "--batch", "4"),
+                     "--key with shape");
+  expect_usage_error(RUN("dump", SHAPE_SMALL, "--no-source"),
+                     "--no-source without --isa");
+  expect_usage_error(RUN("dump", SHAPE_SMALL, "--target", "sm_90",
+                         "--target", "gfx950"),
+                     "dump --target twice");
+  expect_usage_error(RUN("warm"), "warm without a shape");
+  expect_usage_error(RUN("warm", "--q-heads", "16", "--kv-heads", "2",
+                         "--head-dim", "256", "--block-size", "64",
+                         "--max-blocks-per-seq", "64"),
+                     "warm without batch");
+  expect_usage_error(RUN("warm", SHAPE_SMALL, "--batch-sizes", "1,,4"),
+                     "--batch-sizes");
+  expect_usage_error(RUN("warm", SHAPE_SMALL, "--batch-sizes", "0"),
+                     "--batch-sizes 0");
+  expect_usage_error(RUN("warm", SHAPE_SMALL, "--jobs", "-1"), "--jobs");
+  expect_usage_error(RUN("warm", SHAPE_SMALL, "--target", ""), "empty");
+  expect_usage_error(RUN("cache"), "cache without subcommand");
+  expect_usage_error(RUN("cache", "frob"), "cache frob");
+  expect_usage_error(RUN("cache", "prune"), "prune without --max-size");
+  expect_usage_error(RUN("cache", "prune", "--max-size", "10Q"),
+                     "--max-size 10Q");
+  expect_usage_error(RUN("cache", "prune", "--max-size", "-1"),
+                     "--max-size -1");
+  expect_usage_error(RUN("cache", "ls", "--max-size", "1"),
+                     "ls --max-size");
+  expect_usage_error(RUN("info", "extra"), "info extra");
+  expect_usage_error(RUN("demo", "--seed", "x"), "demo --seed");
+  expect_usage_error(RUN("demo", "--bogus"), "demo --bogus");
+  expect_usage_error(RUN("bench", "--heads", "2x8"), "bench --heads");
+  expect_usage_error(RUN("bench", "--seq", "0"), "bench --seq 0");
+  expect_usage_error(RUN("bench", "--iters", "0"), "bench --iters 0");
+  expect_usage_error(RUN("bench", "--max-mem-gb", "-2"), "--max-mem-gb");
+}
+
+/* ------------------------------------------------------------------ */
+/* compile: needs clang-22 (gfx950 offline). */
+
+/* W = 64 x 2048 = 131072 tokens: B = 4 plans P = 512, B = 16 (cap 256)
+ * plans P = 256 with 2 tile groups per partition. Two decode keys, two
+ * reduce keys and one bf16 store key: 5 distinct kernels. */
+#define SHAPE_WIDE                                                          \
+  "--q-heads", "16", "--kv-heads", "2", "--head-dim", "256",              \
+      "--block-size", "64", "--max-blocks-per-seq", "2048"
+
+static result warm(const char *dir) {
+  return RUN("warm", SHAPE_WIDE, "--batch-sizes", "4,16", "--target",
+             "gfx950", "--cache-dir", dir, "--jobs", "2", "--json");
+}
+
+static void expect_counts(const result *r, long long compiled,
+                          long long hits) {
+  assert_json(r->out);
+  assert_int_equal(json_int(r->out, "keys"), 5);
+  assert_int_equal(json_int(r->out, "compiled"), compiled);
+  assert_int_equal(json_int(r->out, "hits"), hits);
+  assert_int_equal(json_int(r->out, "failed"), 0);
+}
+
+static void verify_counts(const char *dir, int want_code, long long good,
+                          long long bad) {
+  result r = RUN("cache", "verify", "--cache-dir", dir, "--json");
+  if (r.code != want_code)
+    fail_msg("verify: exit %d, want %d; %s", r.code, want_code, r.err);
+  assert_json(r.out);
+  assert_int_equal(json_int(r.out, "good"), good);
+  assert_int_equal(json_int(r.out, "bad"), bad);
+  result_free(&r);
+}
+
+static void warm_fills_cache_hits_and_recompiles_corrupt_entry(void **s) {
+  (void)s;
+  char *dir = make_tmpdir();
+  result r = warm(dir);
+  expect_ok(&r, "first warm");
+  expect_counts(&r, 5, 0);
+  assert_true(!strncmp(json_field(r.out, "cache_dir"), "\"/tmp/", 6));
+  assert_true(!strncmp(json_field(r.out, "targets"), "[\"gfx950\"]", 10));
+  result_free(&r);
+  verify_counts(dir, 0, 5, 0);
+
+  r = RUN("cache", "stats", "--cache-dir", dir, "--json");
+  expect_ok(&r, "stats");
+  assert_json(r.out);
+  assert_int_equal(json_int(r.out, "entries"), 5);
+  assert_non_null(strstr(r.out, "\"gfx950\": {\"entries\": 5"));
+  result_free(&r);
+
+  r = warm(dir);
+  expect_ok(&r, "second warm");
+  expect_counts(&r, 0, 5);
+  result_free(&r);
+
+  corrupt_one_entry(dir);
+  verify_counts(dir, 1, 4, 1);
+  r = RUN("cache", "ls", "--cache-dir", dir);
+  expect_ok(&r, "ls");
+  assert_int_equal(count_occurrences(r.out, "\n"), 5);
+  assert_int_equal(count_occurrences(r.out, " BAD "), 1);
+  result_free(&r);
+
+  r = warm(dir);
+  expect_ok(&r, "warm after corruption");
+  expect_counts(&r, 1, 4);
+  result_free(&r);
+  verify_counts(dir, 0, 5, 0);
+
+  /* dump --isa reads the warmed cache; resources always, ISA when a
+   * disassembler exists. */
+  r = RUN("dump", "--batch", "4", SHAPE_WIDE, "--target", "gfx950",
+          "--kind", "decode", "--isa", "--cache-dir", dir);
+  expect_ok(&r, "dump --isa");
+  assert_non_null(strstr(r.out, "#define UQ_KERNEL_NAME uq_decode_gfx950_"));
+  assert_non_null(strstr(r.out, "// ---- resource usage ----"));
+  assert_non_null(strstr(r.out, "VGPRs"));
+  if (strstr(r.err, "no disassembler") == NULL) {
+    assert_non_null(strstr(r.out, "// ---- disassembly of uq_decode_gfx950"));
+    assert_non_null(strstr(r.out, "s_endpgm"));
+  }
+  result_free(&r);
+  verify_counts(dir, 0, 5, 0); /* dump compiled nothing new */
+
+  r = RUN("cache", "prune", "--max-size", "0", "--cache-dir", dir, "--json");
+  expect_ok(&r, "prune");
+  assert_json(r.out);
+  assert_int_equal(json_int(r.out, "removed"), 5);
+  assert_int_equal(json_int(r.out, "bytes_left"), 0);
+  result_free(&r);
+  r = RUN("cache", "ls", "--cache-dir", dir);
+  expect_ok(&r, "ls after prune");
+  assert_string_equal(r.out, "");
+  result_free(&r);
+  rmtree(dir);
+  free(dir);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s PATH-TO-UQJIT unit|compile\n", argv[0]);
+    return 1;
+  }
+  uqjit_path = argv[1];
+  group = argv[2];
+  /* Kernel names below spell the portable layer. */
+  setenv("UQJIT_VARIANT", "portable", 1);
+  unsetenv("UQJIT_DISABLE_JIT");
+  unsetenv("UQJIT_CACHE_PATH");
+  if (strcmp(group, "compile") == 0) {
+    if (!have_program("clang-22") && getenv("UQJIT_CLANG") == NULL) {
+      fprintf(stderr, "clang-22 not found: skipping\n");
+      return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(warm_fills_cache_hits_and_recompiles_corrupt_entry),
+    };
+    return cmocka_run_group_tests_name("cli_tools_compile", tests, NULL,
+                                       NULL);
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(dump_prints_decode_kernel_source_for_sm90_and_gfx950),
+      cmocka_unit_test(dump_kind_and_key_select_one_kernel),
+      cmocka_unit_test(cache_admin_on_empty_directory),
+      cmocka_unit_test(info_exits_zero_and_reports_compilers),
+      cmocka_unit_test(demo_cpu_verifies_against_reference),
+      cmocka_unit_test(bench_without_gpu_exits_one),
+      cmocka_unit_test(help_lists_commands_and_each_has_usage),
+      cmocka_unit_test(misuse_exits_two),
+  };
+  return cmocka_run_group_tests_name("cli_tools_unit", tests, NULL, NULL);
+}
