@@ -2,9 +2,7 @@
  * uq__cache_get calls for one ~50 KB entry (a typical code object), from a
  * warm page cache. Not a test; for docs/BENCHMARKS.md.
  *
- *   cc -O2 -D_GNU_SOURCE -Iinclude -I. tests/cache_bench.c tests/cache_util.c \
- *      cache/cache.c cache/cache_admin.c src/alloc.c src/env.c src/error.c \
- *      -lxxhash -lpthread -o cache_bench && ./cache_bench [bytes] [iterations]
+ *   build/tests/bench_cache [bytes] [iterations]
  */
 #include <stdio.h>
 #include <stdlib.h>
