@@ -269,7 +269,8 @@ int uq_cache_prune(const char *dir, uint64_t max_bytes, uint64_t *removed,
     goto done;
   for (size_t i = 0; i < pc.n; i++)
     total += pc.items[i].size;
-  qsort(pc.items, pc.n, sizeof *pc.items, by_age);
+  if (pc.n > 1) /* qsort's base must not be NULL, even for no items */
+    qsort(pc.items, pc.n, sizeof *pc.items, by_age);
   for (size_t i = 0; i < pc.n && total > max_bytes; i++) {
     if (unlink(pc.items[i].path) == 0) {
       pc.removed++;
