@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "buf.h"
+#include "comgr.h"
 #include "dl.h"
 #include "env.h"
 #include "error.h"
@@ -393,9 +395,12 @@ static void nv_info(const elf *e, uq_code_info *info) {
   }
 }
 
-int uq__code_info_from_object(const char *target, const void *obj, size_t len,
-                              uq_code_info *info) {
-  (void)target;
+/* AMD: comgr first, the note reader when comgr is absent or refuses the
+ * object (comgr's failure is not reported: the fallback answers). *by names
+ * the reader that answered. The ELF header is checked first so that comgr
+ * only sees objects that at least look like AMD code objects. */
+static int code_info(const void *obj, size_t len, uq_code_info *info,
+                     const char **by) {
   memset(info, 0, sizeof *info);
   info->vgprs = info->sgprs = info->agprs = info->registers = -1;
   info->lds_bytes = info->scratch_bytes = -1;
@@ -403,11 +408,24 @@ int uq__code_info_from_object(const char *target, const void *obj, size_t len,
   int status = elf_open(obj, len, &e);
   if (status != 0)
     return status;
-  if (e.machine == EM_AMDGPU_)
+  if (e.machine == EM_AMDGPU_ && uq__comgr_metadata(obj, len, info) == 0) {
+    *by = "comgr";
+  } else if (e.machine == EM_AMDGPU_) {
+    uq__error_clear();
     amd_info(&e, info);
-  else
+    *by = "ELF note reader";
+  } else {
     nv_info(&e, info);
+    *by = "ELF .nv.info reader";
+  }
   return 0;
+}
+
+int uq__code_info_from_object(const char *target, const void *obj, size_t len,
+                              uq_code_info *info) {
+  (void)target;
+  const char *by;
+  return code_info(obj, len, info, &by);
 }
 
 /* ------------------------------------------------------------------ */
@@ -455,11 +473,14 @@ int uq_code_disassemble(const char *target, const void *obj, size_t len,
   char *out = NULL, *err = NULL;
   int exit_code = 0;
   uq_code_info local;
+  const char *info_by = "";
+  uq__buf head;
 
+  uq__buf_init(&head);
   if (text == NULL)
     return uq__errorf(UQ_EINVAL, "uq_code_disassemble: text is NULL");
   *text = NULL;
-  status = uq__code_info_from_object(target, obj, len, &local);
+  status = code_info(obj, len, &local, &info_by);
   if (status != 0)
     return status;
   elf e;
@@ -467,6 +488,23 @@ int uq_code_disassemble(const char *target, const void *obj, size_t len,
   if (status != 0)
     return status;
   int amd = e.machine == EM_AMDGPU_;
+  if (amd) {
+    /* comgr first; llvm-objdump when it is absent or cannot (an ISA newer
+     * than its LLVM), which is not an error of this call. */
+    uq__buf dis;
+    uq__buf_init(&dis);
+    if (uq__comgr_disassemble(target, obj, len, &dis) == 0) {
+      char ident[64];
+      uq__comgr_identity(ident, sizeof ident);
+      uq__buf_printf(&head, "; uqjit: resources read by %s, disassembly by "
+                     "%s\n", info_by, ident[0] != '\0' ? ident : "comgr");
+      uq__buf_append(&head, dis.data, dis.len);
+      uq__buf_free(&dis);
+      goto finish;
+    }
+    uq__buf_free(&dis);
+    uq__error_clear();
+  }
   status = find_disassembler(amd, tool, sizeof tool);
   if (status != 0)
     goto cleanup;
@@ -508,11 +546,20 @@ int uq_code_disassemble(const char *target, const void *obj, size_t len,
     uq__error_append(err);
     goto cleanup;
   }
-  *text = out;
-  out = NULL;
+  if (amd)
+    uq__buf_printf(&head, "; uqjit: resources read by %s, disassembly by "
+                   "%s\n", info_by, tool);
+  uq__buf_puts(&head, out);
+finish:
+  *text = uq__buf_take(&head, NULL);
+  if (*text == NULL) {
+    status = uq__errorf(UQ_ENOMEM, "out of memory for the disassembly");
+    goto cleanup;
+  }
   if (info != NULL)
     *info = local;
 cleanup:
+  uq__buf_free(&head);
   if (dir[0] != '\0')
     uq__dl_rmtree(dir);
   uq__free(out);
