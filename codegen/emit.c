@@ -199,6 +199,19 @@ int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
   if ((info.family == UQ__TARGET_NVIDIA) != (route == UQ__ROUTE_NVRTC))
     return uq__errorf(UQ_EINVAL, "route %s cannot compile for target %s",
                       uq__route_name(route), key->target);
+  if (key->variant == UQ_VARIANT_MATRIX) {
+    if (!uq__target_matrix_layer(&info))
+      return uq__errorf(UQ_EINVAL,
+                        "target %s has no matrix decode layer (variant %d); "
+                        "use the portable variant",
+                        key->target, (int)key->variant);
+    if (key->kind == UQ_KERNEL_DECODE &&
+        (key->head_dim != 256 || key->query_group_size > 16))
+      return uq__errorf(UQ_EINVAL,
+                        "the matrix decode layer needs head_dim 256 and a "
+                        "query group size <= 16, not %d and %d",
+                        (int)key->head_dim, (int)key->query_group_size);
+  }
 
   char name[UQ__KEY_NAME_MAX];
   char symbol[UQ__KEY_NAME_MAX];
@@ -218,8 +231,14 @@ int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
   const char *parts[4] = {NULL, NULL, NULL, NULL};
   switch (key->kind) {
   case UQ_KERNEL_DECODE:
-    parts[0] = "layer_portable.hip"; /* the only layer so far, any variant */
-    parts[1] = "decode.hip";
+    if (key->variant == UQ_VARIANT_MATRIX) {
+      /* The sm_90 matrix layer is a whole kernel of its own. */
+      parts[0] = "mma_sm90_maps.hip";
+      parts[1] = "decode_mma_sm90.hip";
+    } else {
+      parts[0] = "layer_portable.hip";
+      parts[1] = "decode.hip";
+    }
     break;
   case UQ_KERNEL_REDUCE: parts[0] = "reduce.hip"; break;
   case UQ_KERNEL_PROLOGUE: parts[0] = "prologue.hip"; break;

@@ -60,15 +60,20 @@ static int place(size_t *end, size_t bytes, size_t *offset) {
   return 0;
 }
 
-/* No target has a matrix layer yet: every request resolves to the portable
- * layer, which is correct everywhere. UQJIT_VARIANT is still read here so
- * that an invalid value is reported, and so the choice has one home when a
- * matrix layer lands. */
+/* The variant: the matrix layer where uqjit has one (NVIDIA sm_90 and
+ * newer: templates/decode_mma_sm90.hip), unless UQJIT_VARIANT=portable;
+ * the portable layer everywhere else, whatever is asked, since it is
+ * correct on every target. An invalid UQJIT_VARIANT is warned about by
+ * uq__env_get and ignored. The variant is part of every key (the name
+ * spells it as v0 / v1), so both layers can live in one cache; the matrix
+ * layer keeps the same launch contract (grid, 128 threads, workspace), so
+ * P and TGPP stay vLLM's. */
 static int choose_variant(const uq__target_info *info) {
-  (void)info;
   const char *want = uq__env_get(UQ__ENV_VARIANT);
-  (void)want;
-  return UQ_VARIANT_PORTABLE;
+  if (want != NULL && strcmp(want, "portable") == 0)
+    return UQ_VARIANT_PORTABLE;
+  return uq__target_matrix_layer(info) ? UQ_VARIANT_MATRIX
+                                       : UQ_VARIANT_PORTABLE;
 }
 
 /* Refusals of the fast path: not an error, the caller reads the reason. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../src/error.h"
+#include "uqjit.h"
 
 /* Longest input we look at; anything longer cannot be a target we know. */
 #define INPUT_MAX 64
@@ -174,11 +175,18 @@ int uq__target_parse(const char *target, char *out, size_t n,
   return 0;
 }
 
+int uq__target_matrix_layer(const uq__target_info *info) {
+  /* mma.sync with e4m3 operands exists from sm_89; the layer is written
+   * and verified for sm_90 (templates/decode_mma_sm90.hip). */
+  return info != NULL && info->family == UQ__TARGET_NVIDIA && info->arch >= 90;
+}
+
 unsigned uq__target_block_threads(const uq__target_info *info, int variant) {
-  /* Every variant shares this launch contract today; the argument lets a
-   * future matrix layer choose differently without touching callers. */
-  (void)variant;
   if (info == NULL)
     return 0;
+  /* The sm_90 matrix layer is four warps as well (decode_mma_sm90.hip
+   * static_asserts it); the branch keeps its contract in one place. */
+  if (variant == UQ_VARIANT_MATRIX && uq__target_matrix_layer(info))
+    return 128u;
   return info->family == UQ__TARGET_NVIDIA ? 128u : 64u;
 }

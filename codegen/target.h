@@ -23,6 +23,10 @@ typedef struct uq__target_info {
 int uq__target_parse(const char *target, char *out, size_t n,
                      uq__target_info *info);
 
+/* 1 when uqjit has a matrix (UQ_VARIANT_MATRIX) decode layer for the
+ * target: NVIDIA sm_90 and newer. */
+int uq__target_matrix_layer(const uq__target_info *info);
+
 /* Threads per block of the kernels generated for a target and variant (the
  * launch contract shared by the plan, the templates and the launcher):
  * one wave64 on AMD, four warps on NVIDIA. */

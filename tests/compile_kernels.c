@@ -141,6 +141,25 @@ static void build_matrix(const char *target, const uq__compiler *cc,
   add_others(target, cc, full);
 }
 
+/* The sm_90 matrix layer (variant MATRIX): every decode key of the target
+ * again with the matrix variant, plus a padded slot that is not a multiple
+ * of 16 (the layer's 4-byte copy path). */
+static void add_matrix_variants(const char *target, const uq__compiler *cc) {
+  size_t n = njobs;
+  for (size_t i = 0; i < n; i++) {
+    if (jobs[i].key.kind != UQ_KERNEL_DECODE ||
+        strcmp(jobs[i].key.target, target) != 0)
+      continue;
+    uq_key k = jobs[i].key;
+    k.variant = UQ_VARIANT_MATRIX;
+    add(&k, cc);
+    if (k.query_group_size == 16 && k.kv_block_size == 16) {
+      k.padded_slot = 276;
+      add(&k, cc);
+    }
+  }
+}
+
 static void run_job(job *j) {
   uq__buf src;
   uq__buf_init(&src);
@@ -266,6 +285,8 @@ int main(void) {
     }
     usable++;
     build_matrix(targets[t].target, cc, targets[t].full);
+    if (strncmp(targets[t].target, "sm_", 3) == 0)
+      add_matrix_variants(targets[t].target, cc);
   }
   if (usable == 0) {
     printf("no compiler found for any target\n");

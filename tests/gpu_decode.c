@@ -187,7 +187,24 @@ int main(void) {
       cmocka_unit_test(decode_ignores_stale_slots_and_table_tail),
       cmocka_unit_test(decode_matches_reference_across_gqa_and_block_sizes),
   };
-  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  /* Every case runs on each layer the device's target has: the default
+   * (the matrix layer on sm_90 and newer) and UQJIT_VARIANT=portable.
+   * UQ_TEST_VARIANT=default|portable runs one of them only. */
+  static const char *const variants[] = {NULL, "portable"};
+  const char *only = getenv("UQ_TEST_VARIANT");
+  int failed = 0;
+  for (int v = 0; v < 2; v++) {
+    const char *name = variants[v] ? variants[v] : "default";
+    if (only != NULL && strcmp(only, name) != 0)
+      continue;
+    if (variants[v] != NULL)
+      setenv("UQJIT_VARIANT", variants[v], 1);
+    else
+      unsetenv("UQJIT_VARIANT");
+    printf("== variant: %s\n", name);
+    failed += cmocka_run_group_tests_name(name, tests, NULL, NULL);
+  }
+  unsetenv("UQJIT_VARIANT");
   uq_stats s;
   if (uq_get_stats(ctx, &s) == 0)
     printf("table: %llu hits, %llu misses, %llu disk hits, %llu compiles "

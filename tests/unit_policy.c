@@ -542,16 +542,38 @@ static void policy_resolves_defaults_and_targets(void **state) {
   assert_int_equal(plan.block_threads, 128);
 }
 
-static void policy_stays_portable_whatever_variant_is_asked(void **state) {
+/* sm_90 and newer have the matrix layer: it is the default there, and
+ * UQJIT_VARIANT=portable (only that value) selects the portable one. AMD
+ * targets have no matrix layer yet: portable whatever is asked. */
+static void policy_picks_matrix_on_sm90_unless_portable_is_asked(void **state) {
   (void)state;
   uq_shape s = make_shape(4, 8, 1, 32, 64, 0);
   uq_plan plan;
-  static const char *values[] = {"matrix", "portable", "bogus"};
-  for (size_t i = 0; i < 3; i++) {
-    setenv("UQJIT_VARIANT", values[i], 1);
-    assert_int_equal(uq_plan_make(&s, "sm_90", &plan), 0);
+  static const struct {
+    const char *target, *env;
+    int want;
+  } cases[] = {
+      {"sm_90", NULL, UQ_VARIANT_MATRIX},
+      {"sm_90", "matrix", UQ_VARIANT_MATRIX},
+      {"sm_90", "portable", UQ_VARIANT_PORTABLE},
+      {"sm_90", "bogus", UQ_VARIANT_MATRIX},
+      {"sm_90a", NULL, UQ_VARIANT_MATRIX},
+      {"sm_100", NULL, UQ_VARIANT_MATRIX},
+      {"sm_80", NULL, UQ_VARIANT_PORTABLE},
+      {"sm_80", "matrix", UQ_VARIANT_PORTABLE},
+      {"gfx950", "matrix", UQ_VARIANT_PORTABLE},
+      {"gfx942", NULL, UQ_VARIANT_PORTABLE},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (cases[i].env != NULL)
+      setenv("UQJIT_VARIANT", cases[i].env, 1);
+    else
+      unsetenv("UQJIT_VARIANT");
+    assert_int_equal(uq_plan_make(&s, cases[i].target, &plan), 0);
     for (int k = 0; k < plan.num_kernels; k++)
-      assert_int_equal(plan.kernels[k].variant, UQ_VARIANT_PORTABLE);
+      assert_int_equal(plan.kernels[k].variant, cases[i].want);
+    /* Both NVIDIA layers are four warps, AMD ones one wave64. */
+    assert_int_equal(plan.block_threads, cases[i].target[0] == 's' ? 128 : 64);
   }
   unsetenv("UQJIT_VARIANT");
 }
@@ -634,7 +656,7 @@ int main(void) {
       cmocka_unit_test(policy_keys_match_hand_built_keys),
       cmocka_unit_test(policy_rounds_scale_to_eight_decimals),
       cmocka_unit_test(policy_resolves_defaults_and_targets),
-      cmocka_unit_test(policy_stays_portable_whatever_variant_is_asked),
+      cmocka_unit_test(policy_picks_matrix_on_sm90_unless_portable_is_asked),
       cmocka_unit_test(plan_reads_only_shape_fields),
       cmocka_unit_test(store_key_is_built_and_checked),
   };

@@ -1,0 +1,437 @@
+/* The decode kernel on NVIDIA sm_90 with the matrix units (variant
+ * MATRIX). Same contract as decode.hip: grid (B, Hk, P), one block owns
+ * (sequence b, kv head kh, partition part) and all UQ_QG query heads of
+ * that kv head, walks the strided tile-group schedule (FORMAT.md section
+ * 6), and writes the partition's bf16 output normalised by its own sum,
+ * with its max (natural-log units of the scaled logits) and sum. Same
+ * numerics: the query rotated and haircut to E4M3 with the shared fp32
+ * steps (or read from the prologue's q_rot), K and V dequantized exactly,
+ * P rounded to bf16 for PV, fp32 accumulation.
+ *
+ * Four warps. Tokens go in chunks of 32 (8 per 256-token tile group),
+ * copied raw (272 bytes a slot) into shared memory with cp.async, double
+ * buffered: chunk c+1 is in flight while chunk c is computed.
+ *  - QK: warp w scores tokens 8w..8w+7 of the chunk for the 16 query rows
+ *    (rows >= UQ_QG are zero) with two m16n8k16 f16 mma per 32-dim group
+ *    (E4M3 query values and FP4 values are exact in f16: the same products
+ *    as an e4m3 mma, which sm_90 would itself run as f16 mma after
+ *    converting both operands); the group's K scale multiplies the fp32
+ *    result per token. K codes become f16 in registers
+ *    (mma_sm90_maps.hip); the haircut query is converted once per block
+ *    to f16 in shared memory.
+ *  - Online softmax over the chunk: row maxima and sums meet in shared
+ *    memory; every thread keeps the running max and sum of its two rows.
+ *  - V: each thread dequantizes one token's 64 dims to bf16 with the scale
+ *    folded in (exact) into shared memory; PV runs m16n8k16 bf16 mma with
+ *    P and V fetched by ldmatrix; warp w owns dims 64w..64w+63. */
+
+#ifndef UQ_ROUTE_NVRTC
+#error "decode_mma_sm90.hip is the NVIDIA (NVRTC) matrix layer"
+#endif
+
+static_assert(UQ_HEAD_DIM == 256, "matrix decode layer: head_dim must be 256");
+static_assert(UQ_QG >= 1 && UQ_QG <= 16, "matrix decode layer: query_group_size must be <= 16");
+static_assert(UQ_BLOCK_THREADS == 128, "matrix decode layer: four warps");
+
+constexpr int UQ_MMA_CHUNK = 32;                          /* tokens per chunk */
+constexpr int UQ_MMA_SLOT = 272;                          /* bytes of a D=256 slot */
+constexpr int UQ_MMA_KSCALE = 128;                        /* slot offsets */
+constexpr int UQ_MMA_VCODE = 136;
+constexpr int UQ_MMA_VSCALE = 264;
+constexpr int UQ_MMA_PROW = UQ_MMA_CHUNK + 8;             /* P row, bf16 (+16 B: no bank conflicts) */
+constexpr int UQ_MMA_VROW = UQ_HEAD_DIM + 8;              /* V row, bf16 (+16 B) */
+constexpr int UQ_MMA_QROW = UQ_HEAD_DIM + 32;             /* Q row, f16 (+64 B: no bank conflicts) */
+constexpr bool UQ_MMA_CP16 = UQ_PADDED_SLOT % 16 == 0;    /* 16-byte copies stay aligned */
+/* Blocks per multiprocessor the register budget is sized for (<= 128
+ * registers a thread; 5 blocks would spill). Each block keeps one chunk
+ * (8.7 KB) in flight while it computes the next. */
+constexpr int UQ_MMA_MIN_BLOCKS = 4;
+
+struct alignas(16) uq_mma_smem {
+  uq_u8 raw[2][UQ_MMA_CHUNK * UQ_MMA_SLOT];
+  union {
+    float q[UQ_QG * UQ_HEAD_DIM];                 /* the query, before the loop */
+    uq_u16 v[UQ_MMA_CHUNK * UQ_MMA_VROW];         /* the chunk's V in bf16 */
+  } u;
+  uq_u16 qh[16 * UQ_MMA_QROW];                    /* the haircut query in f16 */
+  uq_u16 p[16 * UQ_MMA_PROW];
+  float red_max[4][16];
+  float red_sum[4][16];
+};
+static_assert(sizeof(uq_mma_smem) <= 48 * 1024, "matrix decode layer: static shared memory");
+
+UQ_DEV uq_u32 uq_mma_saddr(const void *p) {
+  return (uq_u32)__cvta_generic_to_shared(p);
+}
+
+/* Copies `bytes` (0 or the full size: 0 zero-fills without reading). */
+UQ_DEV void uq_mma_cp16(void *dst, const void *src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(uq_mma_saddr(dst)),
+               "l"(src), "r"(bytes)
+               : "memory");
+}
+UQ_DEV void uq_mma_cp4(void *dst, const void *src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(uq_mma_saddr(dst)),
+               "l"(src), "r"(bytes)
+               : "memory");
+}
+UQ_DEV void uq_mma_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+UQ_DEV void uq_mma_cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+UQ_DEV void uq_mma_cp_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+UQ_DEV void uq_mma_qk(float (&d)[4], uq_u32 a0, uq_u32 a1, uq_u32 a2, uq_u32 a3, uq_u32 b0,
+                      uq_u32 b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+UQ_DEV void uq_mma_pv(float (&d)[4], const uq_u32 (&a)[4], uq_u32 b0, uq_u32 b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+UQ_DEV void uq_mma_ldm_x4(uq_u32 (&r)[4], const void *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(uq_mma_saddr(p)));
+}
+UQ_DEV void uq_mma_ldm_x4_trans(uq_u32 (&r)[4], const void *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(uq_mma_saddr(p)));
+}
+
+/* bf16 pair times bf16 pair, rounded to nearest (exact here). */
+UQ_DEV uq_u32 uq_mma_bf16x2_mul(uq_u32 a, uq_u32 b) {
+  uq_u32 d;
+  asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+/* First token of chunk k of this partition's schedule. */
+/* Token indices fit 32 bits: the host refuses windows (block_size x
+ * max_blocks_per_seq) past INT32_MAX, so base + 31 < 2^32. */
+UQ_DEV uq_u32 uq_mma_chunk_base(int part, int k) {
+  return ((uq_u32)part + (uq_u32)(k >> 3) * UQ_NUM_PARTITIONS) * 256u + (uq_u32)(k & 7) * UQ_MMA_CHUNK;
+}
+
+UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_NAME(uq_decode_params p) {
+  UQ_SHARED uq_mma_smem sm;
+
+  const int tid = uq_tid();
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int grp = lane >> 2; /* mma fragment row / column */
+  const int tig = lane & 3;
+  const int b = uq_bid_x();
+  const int kh = uq_bid_y();
+  const int part = uq_bid_z();
+  if (b >= p.batch)
+    return;
+
+  const long long window = (long long)UQ_MAX_BLOCKS * UQ_BLOCK_SIZE;
+  long long len64 = p.seq_lens[b];
+  len64 = len64 < 0 ? 0 : (len64 > window ? window : len64);
+  const uq_u32 seq_len = (uq_u32)len64;
+  const uq_u32 total = (seq_len + 255u) / 256u;
+  int nch = 0;
+  if (total > (uq_u32)part) {
+    uq_u32 trips = (total - part + UQ_NUM_PARTITIONS - 1) / UQ_NUM_PARTITIONS;
+    trips = trips < (uq_u32)UQ_TGPP ? trips : (uq_u32)UQ_TGPP;
+    const uq_u32 last_tg = part + (trips - 1) * UQ_NUM_PARTITIONS;
+    const uq_u32 last = (seq_len - last_tg * 256u + UQ_MMA_CHUNK - 1) / UQ_MMA_CHUNK;
+    nch = (int)((trips - 1) * 8 + (last < 8u ? last : 8u));
+  }
+
+  const uq_i64 row0 = (((uq_i64)b * UQ_NUM_KV_HEADS + kh) * UQ_NUM_PARTITIONS + part) * UQ_QG;
+  uq_u16 *out = (uq_u16 *)p.segm_out;
+  if (nch == 0) {
+    /* An empty partition: max -inf, sum 0, zeros (uniform per block). */
+    uq_u32 *o = (uq_u32 *)(out + row0 * UQ_HEAD_DIM);
+    for (int k = tid; k < UQ_QG * UQ_HEAD_DIM / 2; k += UQ_BLOCK_THREADS)
+      o[k] = 0u;
+    if (tid < UQ_QG) {
+      p.segm_max[row0 + tid] = uq_neg_inf();
+      p.segm_sum[row0 + tid] = 0.0f;
+    }
+    return;
+  }
+
+  /* Copy roles: 4 threads per token of a chunk. */
+  const int ctok = tid >> 2;
+  const int csub = tid & 3;
+  const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
+  /* Tokens past seq_len never touch their block-table entry or slot: their
+   * shared-memory copy is zero-filled (codes 0, scales 0: V exactly 0). */
+  auto load_block = [&](int k) -> int {
+    const uq_u32 t = uq_mma_chunk_base(part, k) + ctok;
+    return t < seq_len ? bt_row[t / UQ_BLOCK_SIZE] : 0;
+  };
+  auto issue = [&](int k, int blk) {
+    const uq_u32 t = uq_mma_chunk_base(part, k) + ctok;
+    const bool valid = t < seq_len;
+    const uq_u8 *src = p.kv_cache;
+    if (valid) {
+      const uq_i64 row = (uq_i64)blk * UQ_BLOCK_SIZE + (t % UQ_BLOCK_SIZE);
+      src += (row * UQ_NUM_KV_HEADS + kh) * (uq_i64)UQ_PADDED_SLOT;
+    }
+    uq_u8 *dst = sm.raw[k & 1] + ctok * UQ_MMA_SLOT;
+    if (UQ_MMA_CP16) {
+      const int n = valid ? 16 : 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        uq_mma_cp16(dst + 16 * (csub + 4 * j), src + (valid ? 16 * (csub + 4 * j) : 0), n);
+      if (csub == 0)
+        uq_mma_cp16(dst + 256, src + (valid ? 256 : 0), n);
+    } else {
+      const int n = valid ? 4 : 0;
+#pragma unroll
+      for (int j = 0; j < UQ_MMA_SLOT / 16; ++j)
+        uq_mma_cp4(dst + 4 * (csub + 4 * j), src + (valid ? 4 * (csub + 4 * j) : 0), n);
+    }
+  };
+
+  /* Start the first chunk's copy before the query work. */
+  int blk_next = 0;
+  issue(0, load_block(0));
+  if (nch > 1)
+    blk_next = load_block(1);
+  uq_mma_cp_commit();
+
+  /* The query in f16, rows >= UQ_QG zero: the haircut values (E4M3, hence
+   * exact in f16) of the fused rotation or of the prologue's q_rot. Read
+   * after the loop's first barrier. */
+  if (UQ_FUSE_QROT) {
+    float *q_s = sm.u.q;
+    for (int k = tid; k < UQ_QG * UQ_HEAD_DIM; k += UQ_BLOCK_THREADS) {
+      const int i = k / UQ_HEAD_DIM;
+      const int d = k % UQ_HEAD_DIM;
+      const uq_i64 e = (uq_i64)b * UQ_Q_STRIDE_SEQ + (uq_i64)(kh * UQ_QG + i) * UQ_Q_STRIDE_HEAD + d;
+      q_s[k] = uq_load_elem(p.query, UQ_DTYPE, e);
+    }
+    uq_fwht_shared(q_s, UQ_QG, UQ_HEAD_DIM, UQ_HEAD_DIM, UQ_HEAD_DIM, 0, UQ_FWHT_NORM, tid,
+                   UQ_BLOCK_THREADS);
+    for (int k = tid; k < 16 * UQ_HEAD_DIM; k += UQ_BLOCK_THREADS) {
+      const int i = k / UQ_HEAD_DIM;
+      const int d = k % UQ_HEAD_DIM;
+      sm.qh[i * UQ_MMA_QROW + d] = i < UQ_QG ? uq_f32_to_fp16(uq_haircut_e4m3(q_s[k])) : 0;
+    }
+  } else {
+    /* The prologue's q_rot: rotated and haircut already, natural order. */
+    const float *q_rot =
+        (const float *)p.query + ((uq_i64)b * UQ_NUM_KV_HEADS + kh) * UQ_QG * UQ_HEAD_DIM;
+    for (int k = tid; k < 16 * UQ_HEAD_DIM; k += UQ_BLOCK_THREADS) {
+      const int i = k / UQ_HEAD_DIM;
+      const int d = k % UQ_HEAD_DIM;
+      sm.qh[i * UQ_MMA_QROW + d] = i < UQ_QG ? uq_f32_to_fp16(q_rot[k]) : 0;
+    }
+  }
+  const int r0 = grp, r1 = grp + 8;
+
+  /* Running max and sum of rows r0 and r1 (the same in every thread that
+   * holds the row), and the PV accumulators: acc[j] is the m16n8 tile of
+   * dims 64 warp + 8 j .. + 7. */
+  const float ninf = uq_neg_inf();
+  float m_run[2] = {ninf, ninf};
+  float l_run[2] = {0.0f, 0.0f};
+  float acc[8][4];
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      acc[j][e] = 0.0f;
+
+#pragma unroll 1
+  for (int k = 0; k < nch; ++k) {
+    if (k + 1 < nch)
+      issue(k + 1, blk_next);
+    uq_mma_cp_commit();
+    if (k + 2 < nch)
+      blk_next = load_block(k + 2);
+    uq_mma_cp_wait1();
+    uq_barrier(); /* B1: chunk k is in; chunk k-1's P and V are consumed */
+
+    const uq_u8 *raw = sm.raw[k & 1];
+    const uq_u32 base = uq_mma_chunk_base(part, k);
+
+    /* ---- QK: tokens 8 warp + grp (B operand) and 8 warp + 2 tig + {0,1}
+     * (C columns) ---- */
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    {
+      const uq_u8 *kslot = raw + (8 * warp + grp) * UQ_MMA_SLOT;
+      const int c0 = 8 * warp + 2 * tig;
+      const uq_u32 *ks0 = (const uq_u32 *)(raw + c0 * UQ_MMA_SLOT + UQ_MMA_KSCALE);
+      const uq_u32 *ks1 = (const uq_u32 *)(raw + (c0 + 1) * UQ_MMA_SLOT + UQ_MMA_KSCALE);
+      const uq_u32 sw0[2] = {ks0[0], ks0[1]};
+      const uq_u32 sw1[2] = {ks1[0], ks1[1]};
+      /* Eight consecutive f16 of rows r0 and r1 per group: the A operands
+       * of both steps (uq_mma_qk_dim). */
+      const uq_u16 *q0 = sm.qh + r0 * UQ_MMA_QROW + uq_mma_qk_dim(0, tig, 0, 0, 0);
+      const uq_u16 *q1 = sm.qh + r1 * UQ_MMA_QROW + uq_mma_qk_dim(0, tig, 0, 0, 0);
+#pragma unroll
+      for (int g = 0; g < 8; ++g) {
+        const uq_u32 w = *(const uq_u32 *)(kslot + uq_mma_k_word_offset(g, tig));
+        const uint4 x0 = *(const uint4 *)(q0 + 32 * g);
+        const uint4 x1 = *(const uint4 *)(q1 + 32 * g);
+        uq_u32 k01, k23, k45, k67;
+        uq_mma_fp4x4_f16(w, &k01, &k23);
+        uq_mma_fp4x4_f16(w >> 16, &k45, &k67);
+        float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        uq_mma_qk(c, x0.x, x1.x, x0.y, x1.y, k01, k23);
+        uq_mma_qk(c, x0.z, x1.z, x0.w, x1.w, k45, k67);
+        const float sa =
+            uq_bits_f32(uq_mma_f32_scale_bits((sw0[g >> 2] >> (8 * (g & 3))) & 0xffu));
+        const float sb =
+            uq_bits_f32(uq_mma_f32_scale_bits((sw1[g >> 2] >> (8 * (g & 3))) & 0xffu));
+        s[0] += sa * c[0];
+        s[1] += sb * c[1];
+        s[2] += sa * c[2];
+        s[3] += sb * c[3];
+      }
+      const bool va = base + c0 < seq_len;
+      const bool vb = base + c0 + 1 < seq_len;
+      s[0] = va ? UQ_SCALE * s[0] : ninf;
+      s[2] = va ? UQ_SCALE * s[2] : ninf;
+      s[1] = vb ? UQ_SCALE * s[1] : ninf;
+      s[3] = vb ? UQ_SCALE * s[3] : ninf;
+    }
+    {
+      float mx0 = uq_fmax(s[0], s[1]);
+      float mx1 = uq_fmax(s[2], s[3]);
+#pragma unroll
+      for (int mask = 1; mask <= 2; mask *= 2) {
+        mx0 = uq_fmax(mx0, uq_lane_xor_f32(mx0, mask));
+        mx1 = uq_fmax(mx1, uq_lane_xor_f32(mx1, mask));
+      }
+      if (tig == 0) {
+        sm.red_max[warp][r0] = mx0;
+        sm.red_max[warp][r1] = mx1;
+      }
+    }
+
+    /* ---- V: token `lane`, dims 64 warp .. + 63, scale folded in ---- */
+    {
+      const uq_u8 *vslot = raw + lane * UQ_MMA_SLOT;
+      const uq_u32 *vc = (const uq_u32 *)(vslot + UQ_MMA_VCODE + 32 * warp);
+      const uq_u32 vs = *(const uq_u16 *)(vslot + UQ_MMA_VSCALE + 2 * warp);
+      const uq_u32 sc[2] = {uq_mma_bf16_scale2(vs & 0xffu), uq_mma_bf16_scale2(vs >> 8)};
+      uq_u16 *vrow = sm.u.v + lane * UQ_MMA_VROW + 64 * warp;
+#pragma unroll
+      for (int i = 0; i < 8; i += 2) {
+        const uint2 w2 = *(const uint2 *)(vc + i);
+        const uq_u32 wv[2] = {w2.x, w2.y};
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uq_u32 q0, q1, q2, q3;
+          uq_mma_fp4x4_bf16(wv[h], &q0, &q1);
+          uq_mma_fp4x4_bf16(wv[h] >> 16, &q2, &q3);
+          const uq_u32 scl = sc[(i + h) >> 2];
+          uint4 o;
+          o.x = uq_mma_bf16x2_mul(q0, scl);
+          o.y = uq_mma_bf16x2_mul(q1, scl);
+          o.z = uq_mma_bf16x2_mul(q2, scl);
+          o.w = uq_mma_bf16x2_mul(q3, scl);
+          *(uint4 *)(vrow + 8 * (i + h)) = o;
+        }
+      }
+    }
+    uq_barrier(); /* B2: row maxima and V are in */
+
+    /* ---- online softmax of the chunk ---- */
+    float alpha[2];
+    {
+      float mn[2];
+#pragma unroll
+      for (int rr = 0; rr < 2; ++rr) {
+        const int r = rr ? r1 : r0;
+        float m = m_run[rr];
+#pragma unroll
+        for (int w = 0; w < 4; ++w)
+          m = uq_fmax(m, sm.red_max[w][r]);
+        mn[rr] = m;
+        alpha[rr] = 1.0f;
+        if (m != ninf)
+          alpha[rr] = m_run[rr] == ninf ? 0.0f : uq_exp2((m_run[rr] - m) * UQ_LOG2E);
+        m_run[rr] = m;
+      }
+      float pr[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        pr[e] = s[e] == ninf ? 0.0f : uq_exp2((s[e] - mn[e >> 1]) * UQ_LOG2E);
+      /* The sum keeps the unrounded fp32 p; PV takes p in bf16. */
+      const int c0 = 8 * warp + 2 * tig;
+      *(uq_u32 *)(sm.p + r0 * UQ_MMA_PROW + c0) =
+          (uq_u32)uq_f32_to_bf16(pr[0]) | ((uq_u32)uq_f32_to_bf16(pr[1]) << 16);
+      *(uq_u32 *)(sm.p + r1 * UQ_MMA_PROW + c0) =
+          (uq_u32)uq_f32_to_bf16(pr[2]) | ((uq_u32)uq_f32_to_bf16(pr[3]) << 16);
+      float ps0 = pr[0] + pr[1];
+      float ps1 = pr[2] + pr[3];
+#pragma unroll
+      for (int mask = 1; mask <= 2; mask *= 2) {
+        ps0 += uq_lane_xor_f32(ps0, mask);
+        ps1 += uq_lane_xor_f32(ps1, mask);
+      }
+      if (tig == 0) {
+        sm.red_sum[warp][r0] = ps0;
+        sm.red_sum[warp][r1] = ps1;
+      }
+    }
+    uq_barrier(); /* B3: P and the row sums are in */
+
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const int r = rr ? r1 : r0;
+      const float sum = sm.red_sum[0][r] + sm.red_sum[1][r] + sm.red_sum[2][r] + sm.red_sum[3][r];
+      l_run[rr] = l_run[rr] * alpha[rr] + sum;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      acc[j][0] *= alpha[0];
+      acc[j][1] *= alpha[0];
+      acc[j][2] *= alpha[1];
+      acc[j][3] *= alpha[1];
+    }
+
+    /* ---- PV: dims 64 warp .. + 63, two k16 steps of 16 tokens ---- */
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+      uq_u32 pa[4];
+      uq_mma_ldm_x4(pa, sm.p + uq_mma_ldm_p_row(lane) * UQ_MMA_PROW + 16 * ks +
+                            uq_mma_ldm_p_col(lane));
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        uq_u32 vb[4];
+        uq_mma_ldm_x4_trans(vb, sm.u.v + (16 * ks + uq_mma_ldm_v_tok(lane)) * UQ_MMA_VROW +
+                                    64 * warp + 16 * jj + uq_mma_ldm_v_dim(lane));
+        uq_mma_pv(acc[2 * jj], pa, vb[0], vb[1]);
+        uq_mma_pv(acc[2 * jj + 1], pa, vb[2], vb[3]);
+      }
+    }
+  }
+  uq_mma_cp_wait0();
+
+  /* Partition output: bf16(acc / l). */
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    const int r = rr ? r1 : r0;
+    if (r >= UQ_QG)
+      continue;
+    const float l = l_run[rr];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float o0 = l > 0.0f ? acc[j][2 * rr] / l : 0.0f;
+      const float o1 = l > 0.0f ? acc[j][2 * rr + 1] / l : 0.0f;
+      const int d = 64 * warp + 8 * j + 2 * tig;
+      *(uq_u32 *)(out + (row0 + r) * UQ_HEAD_DIM + d) =
+          (uq_u32)uq_f32_to_bf16(o0) | ((uq_u32)uq_f32_to_bf16(o1) << 16);
+    }
+    if (warp == 0 && tig == 0) {
+      p.segm_max[row0 + r] = m_run[rr];
+      p.segm_sum[row0 + r] = l_run[rr];
+    }
+  }
+}

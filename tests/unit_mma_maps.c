@@ -1,0 +1,364 @@
+/* The sm_90 matrix layer's pure helpers (templates/mma_sm90_maps.hip,
+ * compiled here as host C): FP4 -> f16 / bf16 conversions against
+ * FORMAT.md's value table, the scale encodings, and the lane maps against
+ * an independent model of the PTX fragment layouts of mma.m16n8k16 (16-bit
+ * types) and ldmatrix (plain and .trans). Also: emission picks the layer for matrix
+ * keys on sm_90 and refuses the variant where there is no layer. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/emit.h"
+#include "codegen/target.h"
+#include "src/buf.h"
+#include "uqjit.h"
+
+typedef unsigned char uq_u8;
+typedef unsigned short uq_u16;
+typedef uint32_t uq_u32;
+
+#define UQ_DEV static inline __attribute__((unused))
+#define UQ_MMA_HOST_MODEL 1
+
+static uq_u32 uq_f32_bits(float x) {
+  uq_u32 u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+static float uq_bits_f32(uq_u32 u) {
+  float x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+/* PTX prmt.b32, default mode: selector nibble n (of the low 16 bits) picks
+ * byte (nibble & 7) of the 8-byte value {y, x}; when the nibble's bit 3 is
+ * set, the picked byte's sign bit is replicated instead. */
+static uq_u32 uq_prmt(uq_u32 x, uq_u32 y, uq_u32 s) {
+  uint64_t v = ((uint64_t)y << 32) | x;
+  uq_u32 r = 0;
+  for (int n = 0; n < 4; n++) {
+    uq_u32 sel = (s >> (4 * n)) & 15u;
+    uq_u32 byte = (uq_u32)(v >> (8 * (sel & 7u))) & 0xffu;
+    if (sel & 8u)
+      byte = (byte & 0x80u) ? 0xffu : 0u;
+    r |= byte << (8 * n);
+  }
+  return r;
+}
+
+#include "templates/mma_sm90_maps.hip"
+
+/* FORMAT.md section 2. */
+static const double fp4_value[16] = {0,  0.5,  1,  1.5,  2,  3,  4,  6,
+                                     -0, -0.5, -1, -1.5, -2, -3, -4, -6};
+
+/* IEEE binary16. */
+static double f16_value(uq_u32 h) {
+  uq_u32 e = (h >> 10) & 31u, m = h & 1023u;
+  double v = e == 0 ? ldexp((double)m, -24) : ldexp(1.0 + m / 1024.0, (int)e - 15);
+  return (h & 0x8000u) ? -v : v;
+}
+
+static double bf16_value(uq_u32 half) { return (double)uq_bits_f32(half << 16); }
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uq_u32 rnd(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (uq_u32)(rng >> 16);
+}
+
+static void fp4_to_f16_is_exact_and_keeps_code_order(void **st) {
+  (void)st;
+  for (int pos = 0; pos < 4; pos++)
+    for (uq_u32 c = 0; c < 16; c++)
+      for (int rep = 0; rep < 8; rep++) {
+        uq_u32 codes = rnd() & 0xffffu;
+        codes = (codes & ~(15u << (4 * pos))) | (c << (4 * pos));
+        uq_u32 p01, p23;
+        uq_mma_fp4x4_f16(codes | (rnd() << 16), &p01, &p23);
+        uq_u32 halves[4] = {p01 & 0xffffu, p01 >> 16, p23 & 0xffffu, p23 >> 16};
+        for (int j = 0; j < 4; j++) {
+          uq_u32 cj = (codes >> (4 * j)) & 15u;
+          assert_true(f16_value(halves[j]) == fp4_value[cj]);
+          assert_int_equal(halves[j] >> 15, cj >> 3); /* the sign, -0 included */
+        }
+      }
+}
+
+static void fp4_to_bf16_is_exact_and_keeps_code_order(void **st) {
+  (void)st;
+  for (int pos = 0; pos < 4; pos++)
+    for (uq_u32 c = 0; c < 16; c++)
+      for (int rep = 0; rep < 8; rep++) {
+        uq_u32 codes = rnd() & 0xffffu;
+        codes = (codes & ~(15u << (4 * pos))) | (c << (4 * pos));
+        uq_u32 p01, p23;
+        uq_mma_fp4x4_bf16(codes | (rnd() << 16), &p01, &p23);
+        uq_u32 halves[4] = {p01 & 0xffffu, p01 >> 16, p23 & 0xffffu, p23 >> 16};
+        for (int j = 0; j < 4; j++) {
+          uq_u32 cj = (codes >> (4 * j)) & 15u;
+          assert_true(bf16_value(halves[j]) == fp4_value[cj]);
+          assert_int_equal(halves[j] >> 15, cj >> 3);
+        }
+      }
+}
+
+static void scale_encodings_decode_to_powers_of_two(void **st) {
+  (void)st;
+  for (uq_u32 b = 0; b < 255; b++) {
+    double want = b == 0 ? 0.0 : ldexp(1.0, (int)b - 127);
+    uq_u32 pair = uq_mma_bf16_scale2(b);
+    assert_true(bf16_value(pair & 0xffffu) == want);
+    assert_true(bf16_value(pair >> 16) == want);
+    assert_true((double)uq_bits_f32(uq_mma_f32_scale_bits(b)) == want);
+    /* Scaled FP4 values stay exact in bf16 down to byte 2. */
+    if (b >= 2 && b <= 252)
+      for (int c = 0; c < 16; c++) {
+        double v = fp4_value[c] * want;
+        float f = (float)v;
+        uq_u32 bits = uq_f32_bits(f);
+        assert_true((bits & 0xffffu) == 0 && (double)f == v);
+      }
+  }
+}
+
+/* ---- the PTX fragment model (PTX ISA, "Matrix Fragments for mma") ---- */
+
+/* ldmatrix.x4: lane 8 i + r gives the address of row r of matrix i; lane l
+ * receives in register i elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4)
+ * + 1) of matrix i, or with .trans elements (2 (l % 4), l / 4) and
+ * (2 (l % 4) + 1, l / 4). Elements are bf16 of a row-major array. */
+static void ldmatrix_x4(const uq_u16 *base, int stride, const int row[32],
+                        const int col[32], int trans, uq_u32 out[32][4]) {
+  for (int l = 0; l < 32; l++)
+    for (int i = 0; i < 4; i++) {
+      uq_u32 v = 0;
+      for (int e = 0; e < 2; e++) {
+        int mr = trans ? 2 * (l % 4) + e : l / 4;
+        int mc = trans ? l / 4 : 2 * (l % 4) + e;
+        int src = 8 * i + mr;
+        v |= (uq_u32)base[row[src] * stride + col[src] + mc] << (16 * e);
+      }
+      out[l][i] = v;
+    }
+}
+
+/* m16n8k16 bf16: A (row, k) is half k % 2 of register (row / 8) + 2 (k / 8)
+ * of lane 4 (row % 8) + (k % 8) / 2; B (k, col) half k % 2 of register
+ * k / 8 of lane 4 col + (k % 8) / 2; C (row, col) register 2 (row / 8) +
+ * col % 2 of lane 4 (row % 8) + col / 2. */
+static void mma16(double (*value)(uq_u32), const uq_u32 a[32][4],
+                  const uq_u32 b0[32], const uq_u32 b1[32], double c[32][4]) {
+  for (int row = 0; row < 16; row++)
+    for (int col = 0; col < 8; col++) {
+      double s = 0;
+      for (int k = 0; k < 16; k++) {
+        uq_u32 av = a[4 * (row % 8) + (k % 8) / 2][row / 8 + 2 * (k / 8)] >> (16 * (k % 2));
+        const uq_u32 *bk = k / 8 ? b1 : b0;
+        uq_u32 bv = bk[4 * col + (k % 8) / 2] >> (16 * (k % 2));
+        s += value(av & 0xffffu) * value(bv & 0xffffu);
+      }
+      c[4 * (row % 8) + col / 2][2 * (row / 8) + col % 2] += s;
+    }
+}
+
+/* The kernel's QK: for group g, lane (grp, tig) reads code word tig of
+ * token grp's group and eight consecutive f16 query values of rows grp and
+ * grp + 8 (from dim uq_mma_qk_dim(g, tig, 0, 0, 0)); step s takes registers
+ * {x0[2s], x1[2s], x0[2s+1], x1[2s+1]} and the codes of nibbles 4s..4s+3. */
+static void qk_fragments_give_the_dot_product_of_each_group(void **st) {
+  (void)st;
+  for (int g = 0; g < 8; g++) {
+    /* Q: f16 with a few significant bits (every product and sum exact in
+     * double); K codes of 8 tokens as slot code bytes (FORMAT.md order). */
+    uq_u32 q[16][256];
+    uq_u8 kbytes[8][128];
+    for (int r = 0; r < 16; r++)
+      for (int d = 0; d < 256; d++)
+        q[r][d] = ((rnd() & 1u) << 15) | ((10u + rnd() % 10u) << 10) | ((rnd() & 7u) << 7);
+    for (int n = 0; n < 8; n++)
+      for (int j = 0; j < 128; j++)
+        kbytes[n][j] = (uq_u8)rnd();
+    double c[32][4];
+    memset(c, 0, sizeof c);
+    for (int step = 0; step < 2; step++) {
+      uq_u32 a[32][4], b0[32], b1[32];
+      for (int lane = 0; lane < 32; lane++) {
+        int grp = lane / 4, tig = lane % 4;
+        uq_u32 x[2][4];
+        for (int rr = 0; rr < 2; rr++)
+          for (int w = 0; w < 4; w++) {
+            int d = uq_mma_qk_dim(g, tig, 0, 0, 0) + 2 * w;
+            x[rr][w] = q[grp + 8 * rr][d] | (q[grp + 8 * rr][d + 1] << 16);
+          }
+        a[lane][0] = x[0][2 * step];
+        a[lane][1] = x[1][2 * step];
+        a[lane][2] = x[0][2 * step + 1];
+        a[lane][3] = x[1][2 * step + 1];
+        uq_u32 word;
+        memcpy(&word, kbytes[grp] + uq_mma_k_word_offset(g, tig), 4);
+        uq_mma_fp4x4_f16(step ? word >> 16 : word, &b0[lane], &b1[lane]);
+        /* The documented map agrees with the registers just built. */
+        for (int reg = 0; reg < 2; reg++)
+          for (int e = 0; e < 2; e++)
+            assert_int_equal(uq_mma_qk_dim(g, tig, step, reg, e),
+                             uq_mma_qk_dim(g, tig, 0, 0, 0) + 4 * step + 2 * reg + e);
+      }
+      mma16(f16_value, (const uq_u32(*)[4])a, b0, b1, c);
+    }
+    for (int r = 0; r < 16; r++)
+      for (int n = 0; n < 8; n++) {
+        double want = 0;
+        for (int d = 32 * g; d < 32 * g + 32; d++) {
+          uq_u32 code = (kbytes[n][d / 2] >> (4 * (d % 2))) & 15u;
+          want += f16_value(q[r][d]) * fp4_value[code];
+        }
+        /* C (row, col) is register 2 (row / 8) + col % 2 of lane
+         * 4 (row % 8) + col / 2. */
+        assert_true(c[4 * (r % 8) + n / 2][2 * (r / 8) + n % 2] == want);
+      }
+  }
+}
+
+static uq_u16 small_bf16(void) {
+  /* Small integers and halves: every product and sum is exact. */
+  float f = (float)((int)(rnd() % 17) - 8) * 0.5f;
+  return (uq_u16)(uq_f32_bits(f) >> 16);
+}
+
+static void pv_ldmatrix_maps_give_p_times_v_per_warp(void **st) {
+  (void)st;
+  enum { PROW = 40, VROW = 264 };
+  static uq_u16 ps[16 * PROW], vs[32 * VROW];
+  for (size_t i = 0; i < sizeof ps / 2; i++)
+    ps[i] = small_bf16();
+  for (size_t i = 0; i < sizeof vs / 2; i++)
+    vs[i] = small_bf16();
+  for (int warp = 0; warp < 4; warp++) {
+    double acc[8][32][4];
+    memset(acc, 0, sizeof acc);
+    for (int ks = 0; ks < 2; ks++) {
+      int prow[32], pcol[32], vrow[32], vcol[32];
+      for (int l = 0; l < 32; l++) {
+        prow[l] = uq_mma_ldm_p_row(l);
+        pcol[l] = 16 * ks + uq_mma_ldm_p_col(l);
+      }
+      uq_u32 pa[32][4];
+      ldmatrix_x4(ps, PROW, prow, pcol, 0, pa);
+      for (int jj = 0; jj < 4; jj++) {
+        for (int l = 0; l < 32; l++) {
+          vrow[l] = 16 * ks + uq_mma_ldm_v_tok(l);
+          vcol[l] = 64 * warp + 16 * jj + uq_mma_ldm_v_dim(l);
+        }
+        uq_u32 vb[32][4], b[4][32];
+        ldmatrix_x4(vs, VROW, vrow, vcol, 1, vb);
+        for (int l = 0; l < 32; l++)
+          for (int i = 0; i < 4; i++)
+            b[i][l] = vb[l][i];
+        mma16(bf16_value, (const uq_u32(*)[4])pa, b[0], b[1], acc[2 * jj]);
+        mma16(bf16_value, (const uq_u32(*)[4])pa, b[2], b[3], acc[2 * jj + 1]);
+      }
+    }
+    /* The kernel's output map: acc[j][lane][e] is row grp + 8 (e / 2),
+     * dim 64 warp + 8 j + 2 tig + e % 2. */
+    for (int j = 0; j < 8; j++)
+      for (int l = 0; l < 32; l++)
+        for (int e = 0; e < 4; e++) {
+          int row = l / 4 + 8 * (e / 2);
+          int dim = 64 * warp + 8 * j + 2 * (l % 4) + e % 2;
+          double want = 0;
+          for (int t = 0; t < 32; t++)
+            want += bf16_value(ps[row * PROW + t]) * bf16_value(vs[t * VROW + dim]);
+          assert_true(acc[j][l][e] == want);
+        }
+  }
+}
+
+static uq_key decode_key(const char *target, int variant) {
+  uq_key k;
+  memset(&k, 0, sizeof k);
+  k.kind = UQ_KERNEL_DECODE;
+  k.dtype = UQ_DTYPE_BF16;
+  k.variant = variant;
+  k.head_dim = 256;
+  k.num_kv_heads = 1;
+  k.num_partitions = 16;
+  k.max_blocks_per_seq = 32;
+  k.query_group_size = 16;
+  k.kv_block_size = 64;
+  k.padded_slot = 272;
+  k.fuse_qrot = 1;
+  k.tile_groups_per_partition = 1;
+  k.scale_e8 = 6250000;
+  k.stride_q_head = 256;
+  k.stride_q_seq = 16 * 256;
+  assert_int_equal(uq__target_parse(target, k.target, sizeof k.target, NULL), 0);
+  return k;
+}
+
+static int source_has(const uq_key *k, uq__route route, const char *needle) {
+  uq__buf b;
+  uq__buf_init(&b);
+  assert_int_equal(uq__gen_source(k, route, &b), 0);
+  uq__buf_puts(&b, "");
+  int found = memmem(b.data, b.len, needle, strlen(needle)) != NULL;
+  uq__buf_free(&b);
+  return found;
+}
+
+static void emit_uses_the_matrix_layer_only_for_matrix_keys(void **st) {
+  (void)st;
+  uq_key m = decode_key("sm_90", UQ_VARIANT_MATRIX);
+  uq_key p = decode_key("sm_90", UQ_VARIANT_PORTABLE);
+  assert_true(source_has(&m, UQ__ROUTE_NVRTC, "---- decode_mma_sm90.hip ----"));
+  assert_true(source_has(&m, UQ__ROUTE_NVRTC, "---- mma_sm90_maps.hip ----"));
+  assert_false(source_has(&m, UQ__ROUTE_NVRTC, "---- decode.hip ----"));
+  assert_true(source_has(&p, UQ__ROUTE_NVRTC, "---- decode.hip ----"));
+  assert_false(source_has(&p, UQ__ROUTE_NVRTC, "---- decode_mma_sm90.hip ----"));
+  /* The layer is four warps (it static_asserts 128 threads). */
+  assert_int_equal(uq__gen_block_threads(&m), 128);
+}
+
+static void emit_refuses_matrix_keys_without_a_layer(void **st) {
+  (void)st;
+  uq__buf b;
+  uq_key k = decode_key("gfx950", UQ_VARIANT_MATRIX);
+  uq__buf_init(&b);
+  assert_int_equal(uq__gen_source(&k, UQ__ROUTE_CLANG, &b), UQ_EINVAL);
+  uq__buf_free(&b);
+  k = decode_key("sm_80", UQ_VARIANT_MATRIX);
+  uq__buf_init(&b);
+  assert_int_equal(uq__gen_source(&k, UQ__ROUTE_NVRTC, &b), UQ_EINVAL);
+  uq__buf_free(&b);
+  k = decode_key("sm_90", UQ_VARIANT_MATRIX);
+  k.head_dim = 128;
+  k.stride_q_head = 128;
+  k.stride_q_seq = 16 * 128;
+  k.padded_slot = 136;
+  uq__buf_init(&b);
+  assert_int_equal(uq__gen_source(&k, UQ__ROUTE_NVRTC, &b), UQ_EINVAL);
+  uq__buf_free(&b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(fp4_to_f16_is_exact_and_keeps_code_order),
+      cmocka_unit_test(fp4_to_bf16_is_exact_and_keeps_code_order),
+      cmocka_unit_test(scale_encodings_decode_to_powers_of_two),
+      cmocka_unit_test(qk_fragments_give_the_dot_product_of_each_group),
+      cmocka_unit_test(pv_ldmatrix_maps_give_p_times_v_per_warp),
+      cmocka_unit_test(emit_uses_the_matrix_layer_only_for_matrix_keys),
+      cmocka_unit_test(emit_refuses_matrix_keys_without_a_layer),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
