@@ -8,6 +8,7 @@
 #include "dl.h"
 #include "env.h"
 #include "error.h"
+#include "platform.h"
 
 static const char *route_label(uq__route r) {
   switch (r) {
@@ -119,6 +120,34 @@ static void report_cache(uq__buf *b) {
   }
 }
 
+/* Devices: the runtime that serves this machine (CUDA first, then HIP),
+ * each device's name and the canonical target uqjit compiles for. */
+static void report_devices(uq__buf *b) {
+  uq__buf_puts(b, "devices:\n");
+  const uq__platform *pf;
+  int count = 0;
+  if (uq__platform_pick(&pf) != 0 || pf->device_count(&count) != 0 ||
+      count == 0) {
+    uq__buf_printf(b, "  none (%s)\n", uq_last_error());
+    return;
+  }
+  for (int i = 0; i < count; i++) {
+    uq__pdev *dev = NULL;
+    char name[128] = "?", arch[UQ_TARGET_MAX] = "?";
+    if (pf->device_open(i, &dev) != 0) {
+      uq__buf_printf(b, "  %d: %s: cannot open: %s\n", i, pf->name,
+                     uq_last_error());
+      continue;
+    }
+    if (pf->make_current(dev) == 0) {
+      pf->device_name(dev, name, sizeof name);
+      pf->device_arch(dev, arch, sizeof arch);
+    }
+    uq__buf_printf(b, "  %d: %s (%s, target %s)\n", i, name, pf->name, arch);
+    pf->device_close(dev);
+  }
+}
+
 int uq_info_report(char **text) {
   uq__error_clear();
   if (text == NULL)
@@ -130,8 +159,8 @@ int uq_info_report(char **text) {
   report_compilers(&b);
   report_tools(&b);
 
-  /* Runtimes: only whether they load. The platform layer decides which one
-   * serves a device; devices themselves are not probed here. */
+  /* Runtimes: whether they load; report_devices asks the one that serves
+   * this machine for its devices. */
   static const char *const cuda[] = {"libcuda.so.1", NULL};
   static const char *const hip[] = {"libamdhip64.so.6", "libamdhip64.so.5",
                                     "libamdhip64.so", NULL};
@@ -142,6 +171,7 @@ int uq_info_report(char **text) {
   report_library(&b, "hip", UQ__ENV_HIP_LIB, hip);
   report_library(&b, "comgr", UQ__ENV_COMGR_LIB, comgr);
 
+  report_devices(&b);
   report_cache(&b);
   uq__error_clear();
   if (b.status != 0) {
