@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "compiler.h"
+#include "env.h"
 
 #define UQ__IDENTITY_MAX (PATH_MAX + 512)
 #define UQ__OPTIONS_MAX 256
@@ -19,12 +20,24 @@ typedef struct uq__interned {
   char options[UQ__OPTIONS_MAX];
 } uq__interned;
 
-/* NVRTC and hipRTC have the same C API shape; the backends keep the
- * dlsym()ed entry points here and cast them to their own typedefs. */
+/* NVRTC and hipRTC have the same C API shape; their dlsym()ed entry
+ * points are kept here and called by compiler_rtc.c. */
 typedef struct uq__rtc_api {
   void *version, *create, *compile, *log_size, *log, *code_size, *code,
       *destroy, *errstr;
 } uq__rtc_api;
+
+/* What tells the two apart. Entry points are `prefix` + the common suffix
+ * ("nvrtc" "CreateProgram"), except the code getters named in full. */
+typedef struct uq__rtc_desc {
+  const char *prefix;                /* "nvrtc", "hiprtc" */
+  const char *code_size, *code;      /* "GetCUBINSize", "GetCUBIN" */
+  const char *source_ext;            /* program name suffix: ".cu" */
+  const char *code_what;             /* "cubin", for messages */
+  uq__env_var override;              /* library override variable */
+  const char *const *candidates;     /* libraries tried in order */
+  const char *what;                  /* "NVRTC", for load failures */
+} uq__rtc_desc;
 
 struct uq__compiler {
   uq__route route;
@@ -51,6 +64,17 @@ struct uq__compiler {
 int uq__nvrtc_load(uq__compiler *cc);
 int uq__hiprtc_load(uq__compiler *cc);
 int uq__clang_load(uq__compiler *cc);
+
+/* The shared part of the NVRTC and hipRTC backends. uq__rtc_load opens the
+ * library, fills cc->location and cc->api and returns the version it
+ * reports. uq__rtc_compile is a backend's `compile` with cc->options as the
+ * options; `serial` (or NULL) is held around the program's whole life. */
+int uq__rtc_load(uq__compiler *cc, const uq__rtc_desc *d, int *major,
+                 int *minor);
+int uq__rtc_compile(const uq__compiler *cc, const uq__rtc_desc *d,
+                    pthread_mutex_t *serial, const char *target,
+                    const char *src, size_t len, const char *name, void **obj,
+                    size_t *obj_len);
 
 /* The compiler of one route regardless of target (for uq_info_report). */
 int uq__compiler_load_route(uq__route route, const uq__compiler **out);

@@ -22,6 +22,7 @@
 #include "context.h"
 #include "env.h"
 #include "error.h"
+#include "format.h"
 
 /* The last plan of this thread: repeated decodes of one shape on one
  * context (the serving loop) skip planning and the table lookups. Keyed by
@@ -41,18 +42,6 @@ static _Thread_local plan_cache tls_plan;
 
 static int misaligned(const void *p, uintptr_t align) {
   return ((uintptr_t)p & (align - 1)) != 0;
-}
-
-static size_t dtype_size(uint32_t dtype) {
-  switch (dtype) {
-  case UQ_DTYPE_BF16:
-  case UQ_DTYPE_FP16:
-    return 2;
-  case UQ_DTYPE_FP32:
-    return 4;
-  default:
-    return 0;
-  }
 }
 
 static void variant_setting(char out[16]) {
@@ -255,7 +244,7 @@ int uq_store(uq_context *ctx, const uq_store_args *args, void *stream) {
     return uq__errorf(UQ_EINVAL, "uq_store: ctx and args must not be NULL");
   if (ctx->device < 0)
     return uq__errorf(UQ_ENODEV, "uq_store: the context has no device");
-  size_t esize = dtype_size((uint32_t)args->dtype);
+  size_t esize = uq__dtype_size(args->dtype);
   if (esize == 0)
     return uq__errorf(UQ_EINVAL, "uq_store: dtype %d is not bf16, fp16 or "
                                  "fp32",

@@ -21,6 +21,15 @@ typedef struct ref_dims {
   double scale;
 } ref_dims;
 
+/* The slot of token n of a sequence (block table `table`) for kv head kh. */
+static const uint8_t *slot_at(const uint8_t *kv_cache, const ref_dims *dims,
+                              const int32_t *table, int64_t n, int32_t kh) {
+  int64_t blk = table[n / dims->block_size];
+  int64_t row = n % dims->block_size;
+  return kv_cache +
+         ((blk * dims->block_size + row) * dims->hk + kh) * dims->padded_slot;
+}
+
 static int mul64(int64_t a, int64_t b, int64_t *out) {
   return __builtin_mul_overflow(a, b, out);
 }
@@ -258,11 +267,7 @@ static int reference_decode(const uq_shape *shape, const uq_decode_args *args,
       /* K and V of a token are dequantized once and shared by the QG query
        * heads of this kv head. */
       for (int64_t n = 0; n < len; n++) {
-        int64_t blk = table[n / dims.block_size];
-        int64_t row = n % dims.block_size;
-        const uint8_t *slot =
-            args->kv_cache +
-            ((blk * dims.block_size + row) * dims.hk + kh) * dims.padded_slot;
+        const uint8_t *slot = slot_at(args->kv_cache, &dims, table, n, kh);
         dequant_row(slot + lay.k_codes, slot + lay.k_scales, d, krow);
         for (int32_t g = 0; g < qg; g++) {
           const double *q = q0 + (int64_t)g * d;
@@ -288,11 +293,7 @@ static int reference_decode(const uq_shape *shape, const uq_decode_args *args,
       }
       memset(acc, 0, n_acc);
       for (int64_t n = 0; n < len; n++) {
-        int64_t blk = table[n / dims.block_size];
-        int64_t row = n % dims.block_size;
-        const uint8_t *slot =
-            args->kv_cache +
-            ((blk * dims.block_size + row) * dims.hk + kh) * dims.padded_slot;
+        const uint8_t *slot = slot_at(args->kv_cache, &dims, table, n, kh);
         dequant_row(slot + lay.v_codes, slot + lay.v_scales, d, vrow);
         for (int32_t g = 0; g < qg; g++) {
           double p = scores[g * lmax + n];

@@ -24,6 +24,23 @@ int uq_cli_fail(const char *cmd, int status, const char *what) {
   return UQ_EXIT_FAILURE;
 }
 
+int uq_cli_other_arg(const char *cmd, const char *arg,
+                     const uq_cli_flag *flags, void (*usage)(FILE *out)) {
+  if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+    usage(stdout);
+    return UQ_EXIT_OK;
+  }
+  for (const uq_cli_flag *f = flags; f != NULL && f->name != NULL; f++) {
+    if (!strcmp(arg, f->name)) {
+      *f->var = f->value;
+      return UQ_CLI_NEXT;
+    }
+  }
+  if (arg[0] == '-')
+    return uq_cli_usage_error(cmd, "unknown option '%s'", arg);
+  return uq_cli_usage_error(cmd, "unexpected argument '%s'", arg);
+}
+
 int uq_cli_option(const char *cmd, int argc, char **argv, int *i,
                   const char *name, const char **value) {
   const char *arg = argv[*i];

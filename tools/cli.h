@@ -35,6 +35,24 @@ int uq_cli_fail(const char *cmd, int status, const char *what);
 int uq_cli_option(const char *cmd, int argc, char **argv, int *i,
                   const char *name, const char **value);
 
+/* A flag without a value: `name` stores `value` into *var. */
+typedef struct uq_cli_flag {
+  const char *name;
+  int *var;
+  int value;
+} uq_cli_flag;
+
+/* uq_cli_other_arg's "go on with the next argument". */
+#define UQ_CLI_NEXT (-1)
+
+/* The end of a command's argument loop, for an argument its options with
+ * values did not take: -h/--help prints usage(stdout) and gives
+ * UQ_EXIT_OK; a name in `flags` (ended by {NULL}) sets its variable and
+ * gives UQ_CLI_NEXT; anything else is a usage error (unknown option or
+ * unexpected argument, printed) and gives UQ_EXIT_USAGE. */
+int uq_cli_other_arg(const char *cmd, const char *arg,
+                     const uq_cli_flag *flags, void (*usage)(FILE *out));
+
 /* Decimal integers ([-]digits, nothing else) and finite floats, checked
  * against [min, max]. On failure print which flag was wrong and return -1. */
 int uq_cli_parse_i64(const char *cmd, const char *flag, const char *text,

@@ -281,6 +281,13 @@ int uq_cmd_bench(int argc, char **argv) {
   int graph = -1, json = 0, do_overhead = 1;
   int64_t seed = 1;
   const char *cache_dir = NULL;
+  const uq_cli_flag flags[] = {
+      {"--graph", &graph, 1},
+      {"--no-graph", &graph, 0},
+      {"--json", &json, 1},
+      {"--no-overhead", &do_overhead, 0},
+      {NULL, NULL, 0},
+  };
   for (int i = 1; i < argc; i++) {
     const char *v;
     int r;
@@ -323,21 +330,9 @@ int uq_cmd_bench(int argc, char **argv) {
       if (r < 0)
         return UQ_EXIT_USAGE;
       cache_dir = v;
-    } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      bench_usage(stdout);
-      return UQ_EXIT_OK;
-    } else if (!strcmp(argv[i], "--graph")) {
-      graph = 1;
-    } else if (!strcmp(argv[i], "--no-graph")) {
-      graph = 0;
-    } else if (!strcmp(argv[i], "--json")) {
-      json = 1;
-    } else if (!strcmp(argv[i], "--no-overhead")) {
-      do_overhead = 0;
-    } else if (argv[i][0] == '-') {
-      return uq_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
-    } else {
-      return uq_cli_usage_error(CMD, "unexpected argument '%s'", argv[i]);
+    } else if ((r = uq_cli_other_arg(CMD, argv[i], flags, bench_usage)) !=
+               UQ_CLI_NEXT) {
+      return r;
     }
 #undef OPT
   }

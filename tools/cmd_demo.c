@@ -153,13 +153,8 @@ static void offline_compile(const uq_tool_problem *p, const char *want,
                      plan.padded_slot, p->shape.q_dtype, plan.kernels[0].target,
                      &keys[n]) == 0)
       n++;
-    uq_context_options o;
-    uq_context_options_init(&o);
-    o.device = -1;
-    o.target = plan.kernels[0].target;
-    o.cache_dir = cache_dir;
     uq_context *ctx = NULL;
-    int rc = uq_context_create(&o, &ctx);
+    int rc = uq_tool_compile_context(plan.kernels[0].target, cache_dir, &ctx);
     uq_compile_summary sum;
     memset(&sum, 0, sizeof sum);
     if (rc == 0)
@@ -191,6 +186,20 @@ static void offline_compile(const uq_tool_problem *p, const char *want,
          "skipped\n");
 }
 
+/* The decode arguments over p's host buffers and the encoded `cache`. */
+static uq_decode_args host_args(const uq_tool_problem *p,
+                                const uint8_t *cache, void *out) {
+  uq_decode_args a;
+  memset(&a, 0, sizeof a);
+  a.query = p->query;
+  a.kv_cache = cache;
+  a.num_blocks = p->num_blocks;
+  a.block_table = p->block_table;
+  a.seq_lens = p->seq_lens;
+  a.out = out;
+  return a;
+}
+
 static int run_cpu(const uq_tool_problem *p, const uint8_t *cache,
                    const char *target, const char *cache_dir) {
   offline_compile(p, target, cache_dir);
@@ -203,14 +212,7 @@ static int run_cpu(const uq_tool_problem *p, const uint8_t *cache,
     uq_cli_fail(CMD, UQ_ENOMEM, "out of memory");
     goto done;
   }
-  uq_decode_args a;
-  memset(&a, 0, sizeof a);
-  a.query = p->query;
-  a.kv_cache = cache;
-  a.num_blocks = p->num_blocks;
-  a.block_table = p->block_table;
-  a.seq_lens = p->seq_lens;
-  a.out = out;
+  uq_decode_args a = host_args(p, cache, out);
   printf("== decode on the CPU (reference, %s output)\n",
          uq_cli_dtype_name(s->q_dtype));
   double t0 = uq_tool_now();
@@ -393,13 +395,7 @@ static int run_gpu(const uq_tool_problem *p, const uint8_t *host_cache,
   what = "copy from the device failed";
   if (rc != 0)
     goto fail;
-  uq_decode_args ha;
-  memset(&ha, 0, sizeof ha);
-  ha.query = p->query;
-  ha.kv_cache = host_cache;
-  ha.num_blocks = p->num_blocks;
-  ha.block_table = p->block_table;
-  ha.seq_lens = p->seq_lens;
+  uq_decode_args ha = host_args(p, host_cache, NULL);
   rc = uq_reference_decode_f64(s, &ha, ref);
   what = "double-precision reference failed";
   if (rc != 0)
@@ -437,6 +433,7 @@ int uq_cmd_demo(int argc, char **argv) {
   int cpu = 0;
   int64_t seed = 1;
   const char *cache_dir = NULL, *lens_text = NULL;
+  const uq_cli_flag flags[] = {{"--cpu", &cpu, 1}, {NULL, NULL, 0}};
   for (int i = 1; i < argc; i++) {
     const char *v;
     int r;
@@ -463,17 +460,9 @@ int uq_cmd_demo(int argc, char **argv) {
       return UQ_EXIT_USAGE;
     if (r > 0)
       continue;
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      demo_usage(stdout);
-      return UQ_EXIT_OK;
-    }
-    if (!strcmp(argv[i], "--cpu")) {
-      cpu = 1;
-      continue;
-    }
-    if (argv[i][0] == '-')
-      return uq_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
-    return uq_cli_usage_error(CMD, "unexpected argument '%s'", argv[i]);
+    r = uq_cli_other_arg(CMD, argv[i], flags, demo_usage);
+    if (r != UQ_CLI_NEXT)
+      return r;
   }
   if (s->batch > MAX_B)
     return uq_cli_usage_error(CMD, "--batch: at most %d for the demo",

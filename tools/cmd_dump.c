@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmd_util.h"
 #include "commands.h"
 #include "uqjit.h"
 
@@ -106,12 +107,7 @@ static int ensure_context(dump_state *st, const char *target) {
     return 0;
   uq_context_destroy(st->ctx);
   st->ctx = NULL;
-  uq_context_options o;
-  uq_context_options_init(&o);
-  o.device = -1;
-  o.target = target;
-  o.cache_dir = st->cache_dir;
-  int rc = uq_context_create(&o, &st->ctx);
+  int rc = uq_tool_compile_context(target, st->cache_dir, &st->ctx);
   if (rc != 0)
     return rc;
   snprintf(st->ctx_target, sizeof st->ctx_target, "%s", target);
@@ -178,6 +174,11 @@ int uq_cmd_dump(int argc, char **argv) {
   size_t nkey_names = 0;
   const char *target = NULL, *cache_dir = NULL, *kind_text = NULL;
   int isa = 0, no_source = 0;
+  const uq_cli_flag flags[] = {
+      {"--isa", &isa, 1},
+      {"--no-source", &no_source, 1},
+      {NULL, NULL, 0},
+  };
   for (int i = 1; i < argc; i++) {
     const char *v;
     int r;
@@ -219,21 +220,9 @@ int uq_cmd_dump(int argc, char **argv) {
       return UQ_EXIT_USAGE;
     if (r > 0)
       continue;
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      dump_usage(stdout);
-      return UQ_EXIT_OK;
-    }
-    if (!strcmp(argv[i], "--isa")) {
-      isa = 1;
-      continue;
-    }
-    if (!strcmp(argv[i], "--no-source")) {
-      no_source = 1;
-      continue;
-    }
-    if (argv[i][0] == '-')
-      return uq_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
-    return uq_cli_usage_error(CMD, "unexpected argument '%s'", argv[i]);
+    r = uq_cli_other_arg(CMD, argv[i], flags, dump_usage);
+    if (r != UQ_CLI_NEXT)
+      return r;
   }
   uint32_t kind = 0;
   if (kind_text != NULL && kind_from_name(kind_text, &kind) != 0)

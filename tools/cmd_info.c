@@ -24,18 +24,11 @@ static void info_usage(FILE *out) {
 
 int uq_cmd_info(int argc, char **argv) {
   int json = 0;
+  const uq_cli_flag flags[] = {{"--json", &json, 1}, {NULL, NULL, 0}};
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      info_usage(stdout);
-      return UQ_EXIT_OK;
-    }
-    if (!strcmp(argv[i], "--json")) {
-      json = 1;
-      continue;
-    }
-    if (argv[i][0] == '-')
-      return uq_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
-    return uq_cli_usage_error(CMD, "unexpected argument '%s'", argv[i]);
+    int r = uq_cli_other_arg(CMD, argv[i], flags, info_usage);
+    if (r != UQ_CLI_NEXT)
+      return r;
   }
   char *report = NULL;
   int rc = uq_info_report(&report);

@@ -174,23 +174,16 @@ int uq_cmd_plan(int argc, char **argv) {
   uq_cli_shape in;
   uq_cli_shape_init(&in);
   int json = 0;
+  const uq_cli_flag flags[] = {{"--json", &json, 1}, {NULL, NULL, 0}};
   for (int i = 1; i < argc; i++) {
     int r = uq_cli_shape_option(CMD, &in, argc, argv, &i);
     if (r < 0)
       return UQ_EXIT_USAGE;
     if (r > 0)
       continue;
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      plan_usage(stdout);
-      return UQ_EXIT_OK;
-    }
-    if (!strcmp(argv[i], "--json")) {
-      json = 1;
-      continue;
-    }
-    if (argv[i][0] == '-')
-      return uq_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
-    return uq_cli_usage_error(CMD, "unexpected argument '%s'", argv[i]);
+    r = uq_cli_other_arg(CMD, argv[i], flags, plan_usage);
+    if (r != UQ_CLI_NEXT)
+      return r;
   }
   if (uq_cli_shape_finish(CMD, &in) != 0)
     return UQ_EXIT_USAGE;

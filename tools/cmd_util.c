@@ -219,3 +219,13 @@ const char *uq_tool_bytes(uint64_t bytes, char *buf, size_t n) {
     snprintf(buf, n, "%.2f %s", v, units[u]);
   return buf;
 }
+
+int uq_tool_compile_context(const char *target, const char *cache_dir,
+                            uq_context **out) {
+  uq_context_options o;
+  uq_context_options_init(&o);
+  o.device = -1;
+  o.target = target;
+  o.cache_dir = cache_dir;
+  return uq_context_create(&o, out);
+}

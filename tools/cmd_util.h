@@ -62,6 +62,11 @@ void uq_tool_problem_free(uq_tool_problem *p);
 double uq_tool_rel_l2(uq_dtype dtype, const uint16_t *out, const double *ref,
                       size_t n, double *max_abs, size_t *bad);
 
+/* A context that only compiles (no device) for `target`, caching under
+ * `cache_dir` (NULL: the default). UQ_* status from uq_context_create. */
+int uq_tool_compile_context(const char *target, const char *cache_dir,
+                            uq_context **out);
+
 /* "1.50 GiB" style, into buf. */
 const char *uq_tool_bytes(uint64_t bytes, char *buf, size_t n);
 

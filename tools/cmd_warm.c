@@ -95,6 +95,7 @@ int uq_cmd_warm(int argc, char **argv) {
   const char *cache_dir = NULL;
   int json = 0, have_sizes = 0;
   int32_t jobs = 0;
+  const uq_cli_flag flags[] = {{"--json", &json, 1}, {NULL, NULL, 0}};
   for (int i = 1; i < argc; i++) {
     const char *v;
     int r;
@@ -136,17 +137,9 @@ int uq_cmd_warm(int argc, char **argv) {
       return UQ_EXIT_USAGE;
     if (r > 0)
       continue;
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      warm_usage(stdout);
-      return UQ_EXIT_OK;
-    }
-    if (!strcmp(argv[i], "--json")) {
-      json = 1;
-      continue;
-    }
-    if (argv[i][0] == '-')
-      return uq_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
-    return uq_cli_usage_error(CMD, "unexpected argument '%s'", argv[i]);
+    r = uq_cli_other_arg(CMD, argv[i], flags, warm_usage);
+    if (r != UQ_CLI_NEXT)
+      return r;
   }
   /* --batch-sizes stands in for the required --batch. */
   if (have_sizes && in.shape.batch == 0) {
@@ -234,12 +227,7 @@ int uq_cmd_warm(int argc, char **argv) {
       if (add_key(keys, &n, cap, &sk) != 0)
         goto toomany;
     }
-    uq_context_options o;
-    uq_context_options_init(&o);
-    o.device = -1;
-    o.target = canon_buf;
-    o.cache_dir = cache_dir;
-    int rc = uq_context_create(&o, &ctxs[t]);
+    int rc = uq_tool_compile_context(canon_buf, cache_dir, &ctxs[t]);
     if (rc != 0) {
       code = uq_cli_fail(CMD, rc, "cannot create a compile context");
       goto done;
