@@ -10,20 +10,25 @@
  *
  * Four warps. Tokens go in chunks of 32 (8 per 256-token tile group),
  * copied raw (272 bytes a slot) into shared memory with cp.async, double
- * buffered: chunk c+1 is in flight while chunk c is computed.
+ * buffered: chunk k + 2 is copied while chunk k + 1 waits and chunk k is
+ * computed; two barriers a chunk.
  *  - QK: warp w scores tokens 8w..8w+7 of the chunk for the 16 query rows
  *    (rows >= UQ_QG are zero) with two m16n8k16 f16 mma per 32-dim group
  *    (E4M3 query values and FP4 values are exact in f16: the same products
  *    as an e4m3 mma, which sm_90 would itself run as f16 mma after
  *    converting both operands); the group's K scale multiplies the fp32
- *    result per token. K codes become f16 in registers
- *    (mma_sm90_maps.hip); the haircut query is converted once per block
- *    to f16 in shared memory.
+ *    result per token. K codes become f16 times 2^-14 in registers with
+ *    shifts and masks (mma_sm90_maps.hip; the 2^14 joins the softmax
+ *    scale); the haircut query is converted once per block to f16 in
+ *    shared memory, permuted to match.
  *  - Online softmax over the chunk: row maxima and sums meet in shared
  *    memory; every thread keeps the running max and sum of its two rows.
  *  - V: each thread dequantizes one token's 64 dims to bf16 with the scale
- *    folded in (exact) into shared memory; PV runs m16n8k16 bf16 mma with
- *    P and V fetched by ldmatrix; warp w owns dims 64w..64w+63. */
+ *    folded in (exact: shifts and masks give the value times 2^-126, two
+ *    bf16 multiplies at most apply 2^126 times the scale) into its warp's
+ *    part of shared memory, dims permuted within runs of eight; PV runs
+ *    m16n8k16 bf16 mma with P and V fetched by ldmatrix; warp w owns dims
+ *    64w..64w+63. */
 
 #ifndef UQ_ROUTE_NVRTC
 #error "decode_mma_sm90.hip is the NVIDIA (NVRTC) matrix layer"
@@ -43,8 +48,8 @@ constexpr int UQ_MMA_VROW = UQ_HEAD_DIM + 8;              /* V row, bf16 (+16 B)
 constexpr int UQ_MMA_QROW = UQ_HEAD_DIM + 32;             /* Q row, f16 (+64 B: no bank conflicts) */
 constexpr bool UQ_MMA_CP16 = UQ_PADDED_SLOT % 16 == 0;    /* 16-byte copies stay aligned */
 /* Blocks per multiprocessor the register budget is sized for (<= 128
- * registers a thread; 5 blocks would spill). Each block keeps one chunk
- * (8.7 KB) in flight while it computes the next. */
+ * registers a thread; 5 blocks would spill). Each block keeps one or two
+ * chunks (8.7 KB each) in flight while it computes another. */
 constexpr int UQ_MMA_MIN_BLOCKS = 4;
 
 struct alignas(16) uq_mma_smem {
@@ -55,8 +60,8 @@ struct alignas(16) uq_mma_smem {
   } u;
   uq_u16 qh[16 * UQ_MMA_QROW];                    /* the haircut query in f16 */
   uq_u16 p[16 * UQ_MMA_PROW];
-  float red_max[4][16];
-  float red_sum[4][16];
+  float4 red_max[16]; /* [row]: the four warps' values */
+  float4 red_sum[16];
 };
 static_assert(sizeof(uq_mma_smem) <= 48 * 1024, "matrix decode layer: static shared memory");
 
@@ -195,16 +200,18 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
     }
   };
 
-  /* Start the first chunk's copy before the query work. */
-  int blk_next = 0;
+  /* Start the first two chunks' copies (one commit group each, empty
+   * when there is no such chunk) before the query work. */
   issue(0, load_block(0));
+  uq_mma_cp_commit();
   if (nch > 1)
-    blk_next = load_block(1);
+    issue(1, load_block(1));
   uq_mma_cp_commit();
 
-  /* The query in f16, rows >= UQ_QG zero: the haircut values (E4M3, hence
-   * exact in f16) of the fused rotation or of the prologue's q_rot. Read
-   * after the loop's first barrier. */
+  /* The query in f16, rows >= UQ_QG zero, each run of eight dims stored
+   * in the order of the QK operands (uq_mma_qk_pos): the haircut values
+   * (E4M3, hence exact in f16) of the fused rotation or of the prologue's
+   * q_rot. */
   if (UQ_FUSE_QROT) {
     float *q_s = sm.u.q;
     for (int k = tid; k < UQ_QG * UQ_HEAD_DIM; k += UQ_BLOCK_THREADS) {
@@ -218,7 +225,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
     for (int k = tid; k < 16 * UQ_HEAD_DIM; k += UQ_BLOCK_THREADS) {
       const int i = k / UQ_HEAD_DIM;
       const int d = k % UQ_HEAD_DIM;
-      sm.qh[i * UQ_MMA_QROW + d] = i < UQ_QG ? uq_f32_to_fp16(uq_haircut_e4m3(q_s[k])) : 0;
+      sm.qh[i * UQ_MMA_QROW + uq_mma_qk_pos(d)] =
+          i < UQ_QG ? uq_f32_to_fp16(uq_haircut_e4m3(q_s[k])) : 0;
     }
   } else {
     /* The prologue's q_rot: rotated and haircut already, natural order. */
@@ -227,10 +235,13 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
     for (int k = tid; k < 16 * UQ_HEAD_DIM; k += UQ_BLOCK_THREADS) {
       const int i = k / UQ_HEAD_DIM;
       const int d = k % UQ_HEAD_DIM;
-      sm.qh[i * UQ_MMA_QROW + d] = i < UQ_QG ? uq_f32_to_fp16(q_rot[k]) : 0;
+      sm.qh[i * UQ_MMA_QROW + uq_mma_qk_pos(d)] = i < UQ_QG ? uq_f32_to_fp16(q_rot[k]) : 0;
     }
   }
   const int r0 = grp, r1 = grp + 8;
+  /* The V buffer overlays the fp32 query, read by other warps above. */
+  uq_mma_cp_wait1();
+  uq_barrier(); /* the query and chunk 0 are in */
 
   /* Running max and sum of rows r0 and r1 (the same in every thread that
    * holds the row), and the PV accumulators: acc[j] is the m16n8 tile of
@@ -245,16 +256,16 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
     for (int e = 0; e < 4; ++e)
       acc[j][e] = 0.0f;
 
+  /* Two barriers a chunk. Chunk k's raw bytes are read only before X(k),
+   * so the copy of chunk k + 2 into the same buffer starts right after it;
+   * each thread waits for its own copies of chunk k + 1 before Y(k), which
+   * publishes them for QK(k + 1). red_max and red_sum of chunk k + 1 are
+   * written after Y(k) and X(k + 1), when every warp has read those of
+   * chunk k; P likewise. The V buffer is per warp (warp w writes and reads
+   * dims 64w..64w+63 only), ordered by __syncwarp. */
 #pragma unroll 1
   for (int k = 0; k < nch; ++k) {
-    if (k + 1 < nch)
-      issue(k + 1, blk_next);
-    uq_mma_cp_commit();
-    if (k + 2 < nch)
-      blk_next = load_block(k + 2);
-    uq_mma_cp_wait1();
-    uq_barrier(); /* B1: chunk k is in; chunk k-1's P and V are consumed */
-
+    const int blk2 = k + 2 < nch ? load_block(k + 2) : 0;
     const uq_u8 *raw = sm.raw[k & 1];
     const uq_u32 base = uq_mma_chunk_base(part, k);
 
@@ -268,21 +279,23 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
       const uq_u32 *ks1 = (const uq_u32 *)(raw + (c0 + 1) * UQ_MMA_SLOT + UQ_MMA_KSCALE);
       const uq_u32 sw0[2] = {ks0[0], ks0[1]};
       const uq_u32 sw1[2] = {ks1[0], ks1[1]};
-      /* Eight consecutive f16 of rows r0 and r1 per group: the A operands
-       * of both steps (uq_mma_qk_dim). */
-      const uq_u16 *q0 = sm.qh + r0 * UQ_MMA_QROW + uq_mma_qk_dim(0, tig, 0, 0, 0);
-      const uq_u16 *q1 = sm.qh + r1 * UQ_MMA_QROW + uq_mma_qk_dim(0, tig, 0, 0, 0);
+      uq_u32 kw[8];
+#pragma unroll
+      for (int g = 0; g < 8; ++g)
+        kw[g] = *(const uq_u32 *)(kslot + uq_mma_k_word_offset(g, tig));
+      /* Eight f16 of rows r0 and r1 per group, in operand order: the A
+       * registers of both steps. */
+      const uq_u16 *q0 = sm.qh + r0 * UQ_MMA_QROW + uq_mma_qk_pos(uq_mma_qk_dim(0, tig, 0, 0, 0));
+      const uq_u16 *q1 = sm.qh + r1 * UQ_MMA_QROW + uq_mma_qk_pos(uq_mma_qk_dim(0, tig, 0, 0, 0));
 #pragma unroll
       for (int g = 0; g < 8; ++g) {
-        const uq_u32 w = *(const uq_u32 *)(kslot + uq_mma_k_word_offset(g, tig));
         const uint4 x0 = *(const uint4 *)(q0 + 32 * g);
         const uint4 x1 = *(const uint4 *)(q1 + 32 * g);
-        uq_u32 k01, k23, k45, k67;
-        uq_mma_fp4x4_f16(w, &k01, &k23);
-        uq_mma_fp4x4_f16(w >> 16, &k45, &k67);
+        uq_u32 kb[4];
+        uq_mma_fp4x8_f16s(kw[g], kb);
         float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        uq_mma_qk(c, x0.x, x1.x, x0.y, x1.y, k01, k23);
-        uq_mma_qk(c, x0.z, x1.z, x0.w, x1.w, k45, k67);
+        uq_mma_qk(c, x0.x, x1.x, x0.y, x1.y, kb[0], kb[1]);
+        uq_mma_qk(c, x0.z, x1.z, x0.w, x1.w, kb[2], kb[3]);
         const float sa =
             uq_bits_f32(uq_mma_f32_scale_bits((sw0[g >> 2] >> (8 * (g & 3))) & 0xffu));
         const float sb =
@@ -292,12 +305,15 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
         s[2] += sa * c[2];
         s[3] += sb * c[3];
       }
+      /* The sums are the scores times 2^-14 (uq_mma_fp4x8_f16s): the
+       * product of the two constants is exact, and so is the result. */
+      constexpr float kscale = UQ_SCALE * UQ_MMA_K_UNSCALE;
       const bool va = base + c0 < seq_len;
       const bool vb = base + c0 + 1 < seq_len;
-      s[0] = va ? UQ_SCALE * s[0] : ninf;
-      s[2] = va ? UQ_SCALE * s[2] : ninf;
-      s[1] = vb ? UQ_SCALE * s[1] : ninf;
-      s[3] = vb ? UQ_SCALE * s[3] : ninf;
+      s[0] = va ? kscale * s[0] : ninf;
+      s[2] = va ? kscale * s[2] : ninf;
+      s[1] = vb ? kscale * s[1] : ninf;
+      s[3] = vb ? kscale * s[3] : ninf;
     }
     {
       float mx0 = uq_fmax(s[0], s[1]);
@@ -308,38 +324,56 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
         mx1 = uq_fmax(mx1, uq_lane_xor_f32(mx1, mask));
       }
       if (tig == 0) {
-        sm.red_max[warp][r0] = mx0;
-        sm.red_max[warp][r1] = mx1;
+        ((float *)&sm.red_max[r0])[warp] = mx0;
+        ((float *)&sm.red_max[r1])[warp] = mx1;
       }
     }
 
-    /* ---- V: token `lane`, dims 64 warp .. + 63, scale folded in ---- */
+    /* ---- V: token `lane`, dims 64 warp .. + 63, scale folded in; each
+     * run of eight dims stored in the order uq_mma_v_dim gives ---- */
     {
       const uq_u8 *vslot = raw + lane * UQ_MMA_SLOT;
       const uq_u32 *vc = (const uq_u32 *)(vslot + UQ_MMA_VCODE + 32 * warp);
       const uq_u32 vs = *(const uq_u16 *)(vslot + UQ_MMA_VSCALE + 2 * warp);
-      const uq_u32 sc[2] = {uq_mma_bf16_scale2(vs & 0xffu), uq_mma_bf16_scale2(vs >> 8)};
+      /* All code words first: the stores below may not be reordered above
+       * loads the compiler cannot tell apart from them. */
+      uint2 w2[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        w2[i] = *(const uint2 *)(vc + 2 * i);
+      const uq_u32 vb0 = vs & 0xffu, vb1 = vs >> 8;
+      const uq_u32 slo[2] = {uq_mma_bf16_vscale_lo(vb0), uq_mma_bf16_vscale_lo(vb1)};
+      const uq_u32 shi[2] = {uq_mma_bf16_vscale_hi(vb0), uq_mma_bf16_vscale_hi(vb1)};
+      /* Scale bytes over 128 (V groups past 12 in magnitude) need the
+       * second factor; a multiply by 1 changes nothing in other lanes. */
+      const bool big = __any_sync(0xffffffffu, vb0 > 128u || vb1 > 128u);
       uq_u16 *vrow = sm.u.v + lane * UQ_MMA_VROW + 64 * warp;
+      __syncwarp(); /* this warp's PV of chunk k - 1 has read the buffer */
 #pragma unroll
-      for (int i = 0; i < 8; i += 2) {
-        const uint2 w2 = *(const uint2 *)(vc + i);
-        const uq_u32 wv[2] = {w2.x, w2.y};
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          uq_u32 q0, q1, q2, q3;
-          uq_mma_fp4x4_bf16(wv[h], &q0, &q1);
-          uq_mma_fp4x4_bf16(wv[h] >> 16, &q2, &q3);
-          const uq_u32 scl = sc[(i + h) >> 2];
-          uint4 o;
-          o.x = uq_mma_bf16x2_mul(q0, scl);
-          o.y = uq_mma_bf16x2_mul(q1, scl);
-          o.z = uq_mma_bf16x2_mul(q2, scl);
-          o.w = uq_mma_bf16x2_mul(q3, scl);
-          *(uint4 *)(vrow + 8 * (i + h)) = o;
+      for (int i = 0; i < 8; ++i) {
+        uq_u32 r[4];
+        uq_mma_fp4x8_bf16s((i & 1) ? w2[i >> 1].y : w2[i >> 1].x, r);
+        const uq_u32 lo = slo[i >> 2];
+        uint4 o;
+        o.x = uq_mma_bf16x2_mul(r[0], lo);
+        o.y = uq_mma_bf16x2_mul(r[1], lo);
+        o.z = uq_mma_bf16x2_mul(r[2], lo);
+        o.w = uq_mma_bf16x2_mul(r[3], lo);
+        if (big) {
+          const uq_u32 hi = shi[i >> 2];
+          o.x = uq_mma_bf16x2_mul(o.x, hi);
+          o.y = uq_mma_bf16x2_mul(o.y, hi);
+          o.z = uq_mma_bf16x2_mul(o.z, hi);
+          o.w = uq_mma_bf16x2_mul(o.w, hi);
         }
+        *(uint4 *)(vrow + 8 * i) = o;
       }
     }
-    uq_barrier(); /* B2: row maxima and V are in */
+    uq_barrier(); /* X: row maxima are in; chunk k's raw bytes are consumed */
+
+    if (k + 2 < nch)
+      issue(k + 2, blk2);
+    uq_mma_cp_commit();
 
     /* ---- online softmax of the chunk ---- */
     float alpha[2];
@@ -348,10 +382,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
 #pragma unroll
       for (int rr = 0; rr < 2; ++rr) {
         const int r = rr ? r1 : r0;
-        float m = m_run[rr];
-#pragma unroll
-        for (int w = 0; w < 4; ++w)
-          m = uq_fmax(m, sm.red_max[w][r]);
+        const float4 rm = sm.red_max[r];
+        const float m = uq_fmax(uq_fmax(uq_fmax(m_run[rr], rm.x), rm.y), uq_fmax(rm.z, rm.w));
         mn[rr] = m;
         alpha[rr] = 1.0f;
         if (m != ninf)
@@ -376,24 +408,30 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
         ps1 += uq_lane_xor_f32(ps1, mask);
       }
       if (tig == 0) {
-        sm.red_sum[warp][r0] = ps0;
-        sm.red_sum[warp][r1] = ps1;
+        ((float *)&sm.red_sum[r0])[warp] = ps0;
+        ((float *)&sm.red_sum[r1])[warp] = ps1;
       }
     }
-    uq_barrier(); /* B3: P and the row sums are in */
+    uq_mma_cp_wait1(); /* this thread's copies of chunk k + 1 are in */
+    uq_barrier();      /* Y: P, the row sums and chunk k + 1 are in */
 
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
       const int r = rr ? r1 : r0;
-      const float sum = sm.red_sum[0][r] + sm.red_sum[1][r] + sm.red_sum[2][r] + sm.red_sum[3][r];
+      const float4 rs = sm.red_sum[r];
+      const float sum = rs.x + rs.y + rs.z + rs.w;
       l_run[rr] = l_run[rr] * alpha[rr] + sum;
     }
+    /* Once the row maxima settle, alpha is 1 in every lane: skipping the
+     * multiply by 1 changes no bit. */
+    if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      acc[j][0] *= alpha[0];
-      acc[j][1] *= alpha[0];
-      acc[j][2] *= alpha[1];
-      acc[j][3] *= alpha[1];
+      for (int j = 0; j < 8; ++j) {
+        acc[j][0] *= alpha[0];
+        acc[j][1] *= alpha[0];
+        acc[j][2] *= alpha[1];
+        acc[j][3] *= alpha[1];
+      }
     }
 
     /* ---- PV: dims 64 warp .. + 63, two k16 steps of 16 tokens ---- */
@@ -425,9 +463,11 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
     for (int j = 0; j < 8; ++j) {
       const float o0 = l > 0.0f ? acc[j][2 * rr] / l : 0.0f;
       const float o1 = l > 0.0f ? acc[j][2 * rr + 1] / l : 0.0f;
-      const int d = 64 * warp + 8 * j + 2 * tig;
-      *(uq_u32 *)(out + (row0 + r) * UQ_HEAD_DIM + d) =
-          (uq_u32)uq_f32_to_bf16(o0) | ((uq_u32)uq_f32_to_bf16(o1) << 16);
+      /* Columns 2 tig and 2 tig + 1 of the tile: V positions, so the
+       * dims uq_mma_v_dim gives. */
+      uq_u16 *o = out + (row0 + r) * UQ_HEAD_DIM + 64 * warp + 8 * j;
+      o[uq_mma_v_dim(2 * tig)] = uq_f32_to_bf16(o0);
+      o[uq_mma_v_dim(2 * tig + 1)] = uq_f32_to_bf16(o1);
     }
     if (warp == 0 && tig == 0) {
       p.segm_max[row0 + r] = m_run[rr];

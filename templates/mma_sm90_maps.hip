@@ -1,71 +1,161 @@
 /* Pure helpers of the sm_90 matrix decode layer (decode_mma_sm90.hip): the
- * FP4 -> E4M3 / bf16 conversions and the lane -> (row, token, dim) maps of
- * the mma.sync fragments. Written in the common subset of C11 and CUDA
- * C++ so that tests/unit_mma_maps.c compiles this very text on the host
- * (with UQ_MMA_HOST_MODEL defined and its own model of prmt) and checks it
- * against an independent model of the PTX fragment layouts and of
- * FORMAT.md's value tables.
+ * FP4 -> f16 / bf16 conversions, the scale encodings and the lane -> (row,
+ * token, dim) maps of the mma.sync fragments. Written in the common subset
+ * of C11 and CUDA C++ so that tests/unit_mma_maps.c compiles this very
+ * text on the host and checks it against an independent model of the PTX
+ * fragment layouts and of FORMAT.md's value tables.
  *
  * Head-dim permutation: a permutation applied to both Q and K leaves q.k
  * unchanged, so the QK k-index order is chosen to make each lane's K
- * operand one 32-bit word of codes. QK runs two m16n8k16 f16 mma per
- * 32-dim group (E4M3 query values and FP4 values are exact in f16, and
- * their products in fp32). For m16n8k16 lane (grp = lane / 4, tig = lane
- * % 4) holds A registers a0 (row grp) and a1 (row grp + 8) with k = 2 tig
- * + e, a2 and a3 with k = 2 tig + 8 + e, and B registers b0 (k = 2 tig +
- * e) and b1 (k = 2 tig + 8 + e) at column grp, e = 0, 1 being the low and
- * high half. Here step s (0, 1) of group G maps k = 2 tig + e to head dim
- * 32 G + 8 tig + 4 s + e and k = 2 tig + 8 + e to 32 G + 8 tig + 4 s + 2 +
- * e: the lane's K operands of both steps are code word tig of the group
- * (nibbles 0-3 for step 0, 4-7 for step 1), and its Q operands are eight
- * consecutive f16 of each of its two rows. */
+ * operand one 32-bit word of codes, converted with shifts and masks only.
+ * QK runs two m16n8k16 f16 mma per 32-dim group (E4M3 query values and
+ * FP4 values are exact in f16, and their products in fp32). For m16n8k16
+ * lane (grp = lane / 4, tig = lane % 4) holds A registers a0 (row grp) and
+ * a1 (row grp + 8) with k = 2 tig + e, a2 and a3 with k = 2 tig + 8 + e,
+ * and B registers b0 (k = 2 tig + e) and b1 (k = 2 tig + 8 + e) at column
+ * grp, e = 0, 1 being the low and high half. Here register `reg` (0: b0,
+ * 1: b1) of step s (0, 1) of group G holds, in half e, head dim 32 G + 8
+ * tig + 2 s + reg + 4 e: code word tig of the group gives all four B
+ * registers (uq_mma_fp4x8_f16s: register j holds nibbles j and j + 4), and
+ * the query is stored permuted (uq_mma_qk_pos) so that the lane's A
+ * operands of both steps are eight consecutive f16 of each of its two
+ * rows. */
+
+/* UQ_MMA_SUBNORMAL_OPERANDS (default 1): the code conversions below are
+ * shifts and masks whose values come out scaled by 2^-14 (K, f16) and
+ * 2^-126 (V, bf16), which makes the FP4 value 0.5 a subnormal operand of
+ * the f16 mma and of the first bf16 multiply; IEEE arithmetic keeps it
+ * exact. 0 selects byte-permute lookups with the same register layout
+ * and only normal values (K unscaled, V unscaled with the plain group
+ * scale): slower, kept as the fallback should a device flush subnormal
+ * operands (tools/gpu-bench.sh switches to it if the gpu suite fails). */
+#ifndef UQ_MMA_SUBNORMAL_OPERANDS
+#define UQ_MMA_SUBNORMAL_OPERANDS 1
+#endif
 
 #ifndef UQ_MMA_HOST_MODEL
-/* prmt.b32 with selector nibbles below 8 (every selector here is masked
- * so): byte n of the result is byte (s >> 4n) & 7 of {y, x}. */
+/* prmt.b32 with selector nibbles below 8 (every selector here is so):
+ * byte n of the result is byte (s >> 4n) & 7 of {y, x}. */
 UQ_DEV uq_u32 uq_prmt(uq_u32 x, uq_u32 y, uq_u32 s) { return __byte_perm(x, y, s); }
 #endif
 
 /* Head dim of half e (0, 1) of QK operand register `reg` (0: a0/a1 and b0;
  * 1: a2/a3 and b1) of step s (0, 1) of lane tig (0..3) in group g (0..7). */
 UQ_DEV int uq_mma_qk_dim(int g, int tig, int s, int reg, int e) {
-  return 32 * g + 8 * tig + 4 * s + 2 * reg + e;
+  return 32 * g + 8 * tig + 2 * s + reg + 4 * e;
+}
+
+/* Position of head dim d in a row of the kernel's f16 query: position 4 s
+ * + 2 reg + e of each run of eight holds the dim uq_mma_qk_dim gives for
+ * (s, reg, e), so one 16-byte load gives a lane its A halves of both
+ * steps in register order. */
+UQ_DEV int uq_mma_qk_pos(int d) {
+  return (d & ~7) | (4 * ((d >> 1) & 1) + 2 * (d & 1) + ((d >> 2) & 1));
 }
 
 /* Byte offset, inside a slot, of the K code word a lane reads for group g:
  * dims 32 g + 8 tig .. + 7, the even dim in the low nibble (FORMAT.md 1). */
 UQ_DEV int uq_mma_k_word_offset(int g, int tig) { return 16 * g + 4 * tig; }
 
-/* Four FP4 E2M1 codes (the low 16 bits, code j in nibble j) -> four f16,
- * exactly: *p01 holds codes 0 (low half) and 1, *p23 codes 2 and 3. The
- * f16 of 0 .5 1 1.5 2 3 4 6 have a zero low byte and high bytes 00 38 3C
- * 3E 40 42 44 46; the FP4 sign (nibble bit 3) goes to bit 7 of the high
- * byte (-0 stays -0, which multiplies to 0). */
-UQ_DEV void uq_mma_fp4x4_f16(uq_u32 codes, uq_u32 *p01, uq_u32 *p23) {
-  uq_u32 hi = uq_prmt(0x3E3C3800u, 0x46444240u, codes & 0x7777u) |
-              uq_prmt(0x8000u, 0u, (codes >> 3) & 0x1111u);
-  *p01 = uq_prmt(hi, 0u, 0x1404u);
-  *p23 = uq_prmt(hi, 0u, 0x3424u);
+/* Eight FP4 E2M1 codes (code j in nibble j of w) -> four f16 pairs, each
+ * value exactly v * 2^-14 (the code's magnitude bits become f16 bits
+ * 11..9, its sign bit 15: exponent field e1e0, mantissa bit m, so 0.5
+ * becomes the subnormal 2^-15): r[j] holds code j (low half) and code j +
+ * 4 (high half). ue carries the even codes (magnitude at 4j..4j+2, sign
+ * at 4j+6), uo the odd ones (magnitude at 4j-3..4j-1, sign at 4j+3), so
+ * each register is one shift and one mask of them; no lookup constants. */
+#if UQ_MMA_SUBNORMAL_OPERANDS
+UQ_DEV void uq_mma_fp4x8_f16s(uq_u32 w, uq_u32 r[4]) {
+  const uq_u32 m = 0x8E008E00u;
+  const uq_u32 ue = (w & 0x07070707u) | ((w << 3) & ~0x07070707u);
+  const uq_u32 uo = ((w >> 3) & 0x0E0E0E0Eu) | (w & ~0x0E0E0E0Eu);
+  r[0] = (ue << 9) & m;
+  r[1] = (uo << 8) & m;
+  r[2] = (ue << 1) & m;
+  r[3] = uo & m;
 }
 
-/* Four FP4 codes (low 16 bits) -> four bf16 values, unscaled and exact:
- * *p01 holds codes 0 (low half) and 1, *p23 codes 2 and 3. The bf16 high
- * bytes of 0 .5 1 1.5 2 3 4 6 are 00 3F 3F 3F 40 40 40 40 and the low bytes
- * 00 00 80 C0 00 40 80 C0; the sign goes to bit 7 of the high byte. */
-UQ_DEV void uq_mma_fp4x4_bf16(uq_u32 codes, uq_u32 *p01, uq_u32 *p23) {
-  uq_u32 m = codes & 0x7777u;
-  uq_u32 hi = uq_prmt(0x3F3F3F00u, 0x40404040u, m) |
-              uq_prmt(0x8000u, 0u, (codes >> 3) & 0x1111u);
-  uq_u32 lo = uq_prmt(0xC0800000u, 0xC0804000u, m);
-  *p01 = uq_prmt(lo, hi, 0x5140u);
-  *p23 = uq_prmt(lo, hi, 0x7362u);
+/* The factor uq_mma_fp4x8_f16s leaves out (2^14), applied to the fp32
+ * score sum: exact, as every partial sum is a normal float times 2^-14. */
+#define UQ_MMA_K_UNSCALE 16384.0f
+#else
+/* The fallback: the same registers holding the values themselves. The f16
+ * of 0 .5 1 1.5 2 3 4 6 have a zero low byte and high bytes 00 38 3C 3E 40
+ * 42 44 46 (below 0x80, so the sign ORs in). */
+UQ_DEV void uq_mma_fp4x8_f16s(uq_u32 w, uq_u32 r[4]) {
+  const uq_u32 m = w & 0x77777777u;
+  const uq_u32 ha = uq_prmt(0x3E3C3800u, 0x46444240u, m);
+  const uq_u32 hb = uq_prmt(0x3E3C3800u, 0x46444240u, m >> 16);
+  for (int j = 0; j < 4; ++j) {
+    const uq_u32 t = uq_prmt(ha, hb, (uq_u32)(j * 0x0011 + (4 + j) * 0x1100));
+    r[j] = (t & 0x7F007F00u) | ((w << (12 - 4 * j)) & 0x80008000u);
+  }
+}
+#define UQ_MMA_K_UNSCALE 1.0f
+#endif
+
+/* Eight FP4 codes (code j in nibble j of w) -> four bf16 pairs, each
+ * value exactly v * 2^-126 (magnitude bits to bf16 bits 8..6, the sign to
+ * bit 15; 0.5 becomes the subnormal 2^-127): r[j] holds code j (low half)
+ * and code j + 4 (high half). u01 carries codes 0, 1, 4, 5 (magnitude in
+ * place, sign 7 bits above the magnitude's top bit), u23 codes 2, 3, 6, 7
+ * (magnitude moved down 6, sign in place), so each register is one shift
+ * and one mask of them; no lookup constants. */
+#if UQ_MMA_SUBNORMAL_OPERANDS
+UQ_DEV void uq_mma_fp4x8_bf16s(uq_u32 w, uq_u32 r[4]) {
+  const uq_u32 m = 0x81C081C0u;
+  const uq_u32 u01 = (w & 0x00770077u) | ((w << 6) & ~0x00770077u);
+  const uq_u32 u23 = ((w >> 6) & 0x01DC01DCu) | (w & ~0x01DC01DCu);
+  r[0] = (u01 << 6) & m;
+  r[1] = (u01 << 2) & m;
+  r[2] = (u23 << 4) & m;
+  r[3] = u23 & m;
 }
 
-/* A UE8M0 byte as the bf16 pair (2^(byte-127), 2^(byte-127)); byte 0 gives
- * (0, 0), the zero-group sentinel of FORMAT.md section 2. A product with
- * an FP4 value (at most 2 significant bits) is exact in bf16 unless it
- * falls below 2^-126 (byte 1 with the value 0.5 only). */
-UQ_DEV uq_u32 uq_mma_bf16_scale2(uq_u32 byte) { return byte * 0x00800080u; }
+/* A V scale byte as two bf16 pairs whose product is 2^(byte - 1), the
+ * group's scale 2^(byte - 127) times the 2^126 uq_mma_fp4x8_bf16s leaves
+ * out: lo = 2^(min(byte, 128) - 1) (0 for byte 0, the zero-group
+ * sentinel), hi = 2^(byte - min(byte, 128)), which is 1 unless byte > 128.
+ * Each factor stays below 2^128, and a code times lo times hi is exact
+ * (at most two significant bits, never below 2^-127 unless 0). */
+UQ_DEV uq_u32 uq_mma_bf16_vscale_lo(uq_u32 byte) {
+  const uq_u32 b = byte < 128u ? byte : 128u;
+  return byte == 0u ? 0u : (b + 126u) * 0x00800080u;
+}
+UQ_DEV uq_u32 uq_mma_bf16_vscale_hi(uq_u32 byte) {
+  const uq_u32 b = byte < 128u ? 0u : byte - 128u;
+  return (b + 127u) * 0x00800080u;
+}
+#define UQ_MMA_V_CODE_EXP (-126) /* uq_mma_fp4x8_bf16s gives v * 2^this */
+#else
+/* The fallback: the values themselves. The bf16 high bytes of 0 .5 1 1.5
+ * 2 3 4 6 are 00 3F 3F 3F 40 40 40 40 and the low bytes 00 00 80 C0 00 40
+ * 80 C0. */
+UQ_DEV void uq_mma_fp4x8_bf16s(uq_u32 w, uq_u32 r[4]) {
+  const uq_u32 m = w & 0x77777777u;
+  const uq_u32 ha = uq_prmt(0x3F3F3F00u, 0x40404040u, m);
+  const uq_u32 hb = uq_prmt(0x3F3F3F00u, 0x40404040u, m >> 16);
+  const uq_u32 la = uq_prmt(0xC0800000u, 0xC0804000u, m);
+  const uq_u32 lb = uq_prmt(0xC0800000u, 0xC0804000u, m >> 16);
+  for (int j = 0; j < 4; ++j) {
+    const uq_u32 ta = uq_prmt(la, ha, (uq_u32)(j + 16 * (4 + j)));
+    const uq_u32 tb = uq_prmt(lb, hb, (uq_u32)(j + 16 * (4 + j)));
+    r[j] = uq_prmt(ta, tb, 0x5410u) | ((w << (12 - 4 * j)) & 0x80008000u);
+  }
+}
+/* The group scale 2^(byte - 127) (0 for byte 0) and 1. */
+UQ_DEV uq_u32 uq_mma_bf16_vscale_lo(uq_u32 byte) { return byte * 0x00800080u; }
+UQ_DEV uq_u32 uq_mma_bf16_vscale_hi(uq_u32 byte) {
+  (void)byte;
+  return 0x3F803F80u;
+}
+#define UQ_MMA_V_CODE_EXP 0
+#endif
+
+/* Head-dim offset, inside a run of eight, of position p (0..7) of the
+ * kernel's bf16 V rows: the registers of uq_mma_fp4x8_bf16s stored in
+ * order put code j + 4 h at position 2 j + h. */
+UQ_DEV int uq_mma_v_dim(int p) { return (p >> 1) + 4 * (p & 1); }
 
 /* A UE8M0 byte as fp32 2^(byte-127); byte 0 -> 0. */
 UQ_DEV uq_u32 uq_mma_f32_scale_bits(uq_u32 byte) { return byte << 23; }

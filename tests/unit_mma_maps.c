@@ -1,6 +1,7 @@
 /* The sm_90 matrix layer's pure helpers (templates/mma_sm90_maps.hip,
  * compiled here as host C): FP4 -> f16 / bf16 conversions against
- * FORMAT.md's value table, the scale encodings, and the lane maps against
+ * FORMAT.md's value table, the scale encodings, and the lane maps (query
+ * and V permutations included) against
  * an independent model of the PTX fragment layouts of mma.m16n8k16 (16-bit
  * types) and ldmatrix (plain and .trans). Also: emission picks the layer for matrix
  * keys on sm_90 and refuses the variant where there is no layer. */
@@ -40,8 +41,9 @@ static float uq_bits_f32(uq_u32 u) {
 
 /* PTX prmt.b32, default mode: selector nibble n (of the low 16 bits) picks
  * byte (nibble & 7) of the 8-byte value {y, x}; when the nibble's bit 3 is
- * set, the picked byte's sign bit is replicated instead. */
-static uq_u32 uq_prmt(uq_u32 x, uq_u32 y, uq_u32 s) {
+ * set, the picked byte's sign bit is replicated instead. (Used by the
+ * lookup conversions of UQ_MMA_SUBNORMAL_OPERANDS 0.) */
+static __attribute__((unused)) uq_u32 uq_prmt(uq_u32 x, uq_u32 y, uq_u32 s) {
   uint64_t v = ((uint64_t)y << 32) | x;
   uq_u32 r = 0;
   for (int n = 0; n < 4; n++) {
@@ -77,58 +79,86 @@ static uq_u32 rnd(void) {
   return (uq_u32)(rng >> 16);
 }
 
-static void fp4_to_f16_is_exact_and_keeps_code_order(void **st) {
+/* Every code at every nibble of the word, among random neighbours: half
+ * j / 4 of register j % 4 is the code's value times 2^-14 (shift
+ * conversions) or the value itself (lookup fallback) exactly, with the
+ * code's sign (-0 included); UQ_MMA_K_UNSCALE undoes the factor. */
+static void fp4x8_to_f16_is_exact_up_to_the_k_unscale(void **st) {
+  const int shift = UQ_MMA_SUBNORMAL_OPERANDS ? 14 : 0;
   (void)st;
-  for (int pos = 0; pos < 4; pos++)
+  for (int pos = 0; pos < 8; pos++)
     for (uq_u32 c = 0; c < 16; c++)
-      for (int rep = 0; rep < 8; rep++) {
-        uq_u32 codes = rnd() & 0xffffu;
-        codes = (codes & ~(15u << (4 * pos))) | (c << (4 * pos));
-        uq_u32 p01, p23;
-        uq_mma_fp4x4_f16(codes | (rnd() << 16), &p01, &p23);
-        uq_u32 halves[4] = {p01 & 0xffffu, p01 >> 16, p23 & 0xffffu, p23 >> 16};
-        for (int j = 0; j < 4; j++) {
-          uq_u32 cj = (codes >> (4 * j)) & 15u;
-          assert_true(f16_value(halves[j]) == fp4_value[cj]);
-          assert_int_equal(halves[j] >> 15, cj >> 3); /* the sign, -0 included */
+      for (int rep = 0; rep < 16; rep++) {
+        uq_u32 w = rnd() ^ (rnd() << 16);
+        w = (w & ~(15u << (4 * pos))) | (c << (4 * pos));
+        uq_u32 r[4];
+        uq_mma_fp4x8_f16s(w, r);
+        for (int j = 0; j < 8; j++) {
+          uq_u32 cj = (w >> (4 * j)) & 15u;
+          uq_u32 half = (r[j % 4] >> (16 * (j / 4))) & 0xffffu;
+          assert_true(f16_value(half) == ldexp(fp4_value[cj], -shift));
+          assert_int_equal(half >> 15, cj >> 3);
+        }
+      }
+  assert_true((double)UQ_MMA_K_UNSCALE == ldexp(1.0, shift));
+}
+
+/* The same for V: half j / 4 of register j % 4 is the code's value times
+ * 2^-126 (0.5 a bf16 subnormal; shift conversions) or the value itself
+ * (lookup fallback), with the code's sign. */
+static void fp4x8_to_bf16_is_exact_up_to_a_power_of_two(void **st) {
+  (void)st;
+  assert_int_equal(UQ_MMA_V_CODE_EXP, UQ_MMA_SUBNORMAL_OPERANDS ? -126 : 0);
+  for (int pos = 0; pos < 8; pos++)
+    for (uq_u32 c = 0; c < 16; c++)
+      for (int rep = 0; rep < 16; rep++) {
+        uq_u32 w = rnd() ^ (rnd() << 16);
+        w = (w & ~(15u << (4 * pos))) | (c << (4 * pos));
+        uq_u32 r[4];
+        uq_mma_fp4x8_bf16s(w, r);
+        for (int j = 0; j < 8; j++) {
+          uq_u32 cj = (w >> (4 * j)) & 15u;
+          uq_u32 half = (r[j % 4] >> (16 * (j / 4))) & 0xffffu;
+          assert_true(bf16_value(half) == ldexp(fp4_value[cj], UQ_MMA_V_CODE_EXP));
+          assert_int_equal(half >> 15, cj >> 3);
         }
       }
 }
 
-static void fp4_to_bf16_is_exact_and_keeps_code_order(void **st) {
-  (void)st;
-  for (int pos = 0; pos < 4; pos++)
-    for (uq_u32 c = 0; c < 16; c++)
-      for (int rep = 0; rep < 8; rep++) {
-        uq_u32 codes = rnd() & 0xffffu;
-        codes = (codes & ~(15u << (4 * pos))) | (c << (4 * pos));
-        uq_u32 p01, p23;
-        uq_mma_fp4x4_bf16(codes | (rnd() << 16), &p01, &p23);
-        uq_u32 halves[4] = {p01 & 0xffffu, p01 >> 16, p23 & 0xffffu, p23 >> 16};
-        for (int j = 0; j < 4; j++) {
-          uq_u32 cj = (codes >> (4 * j)) & 15u;
-          assert_true(bf16_value(halves[j]) == fp4_value[cj]);
-          assert_int_equal(halves[j] >> 15, cj >> 3);
-        }
-      }
+/* bf16 multiply (round to nearest even, subnormals kept, as mul.rn.bf16x2)
+ * of halves whose product the caller expects to be exact: checks that it
+ * is, and returns its bits. */
+static uq_u32 bf16_mul_exact(uq_u32 a, uq_u32 b) {
+  double v = bf16_value(a) * bf16_value(b);
+  float f = (float)v;
+  uq_u32 bits = uq_f32_bits(f);
+  assert_true((double)f == v);
+  assert_int_equal(bits & 0xffffu, 0);
+  return bits >> 16;
 }
 
 static void scale_encodings_decode_to_powers_of_two(void **st) {
   (void)st;
   for (uq_u32 b = 0; b < 255; b++) {
     double want = b == 0 ? 0.0 : ldexp(1.0, (int)b - 127);
-    uq_u32 pair = uq_mma_bf16_scale2(b);
-    assert_true(bf16_value(pair & 0xffffu) == want);
-    assert_true(bf16_value(pair >> 16) == want);
     assert_true((double)uq_bits_f32(uq_mma_f32_scale_bits(b)) == want);
-    /* Scaled FP4 values stay exact in bf16 down to byte 2. */
-    if (b >= 2 && b <= 252)
-      for (int c = 0; c < 16; c++) {
-        double v = fp4_value[c] * want;
-        float f = (float)v;
-        uq_u32 bits = uq_f32_bits(f);
-        assert_true((bits & 0xffffu) == 0 && (double)f == v);
-      }
+    uq_u32 lo = uq_mma_bf16_vscale_lo(b), hi = uq_mma_bf16_vscale_hi(b);
+    assert_int_equal(lo & 0xffffu, lo >> 16);
+    assert_int_equal(hi & 0xffffu, hi >> 16);
+    /* Both factors finite; hi is 1 up to byte 128. */
+    assert_true(((lo >> 7) & 0xffu) != 0xffu && ((hi >> 7) & 0xffu) != 0xffu);
+    if (b <= 128)
+      assert_true(bf16_value(hi & 0xffffu) == 1.0);
+    /* Every code times 2^-126 (the conversion) times lo times hi: each
+     * product exact, the result the code's value times the group scale
+     * (up to byte 252: 6 * 2^126 and more overflow bf16 as they would
+     * fp32). */
+    for (uq_u32 c = 0; c < 16 && b <= 252; c++) {
+      uq_u32 r[4];
+      uq_mma_fp4x8_bf16s(c, r);
+      uq_u32 v = bf16_mul_exact(bf16_mul_exact(r[0] & 0xffffu, lo & 0xffffu), hi & 0xffffu);
+      assert_true(bf16_value(v) == fp4_value[c] * want);
+    }
   }
 }
 
@@ -172,10 +202,12 @@ static void mma16(double (*value)(uq_u32), const uq_u32 a[32][4],
     }
 }
 
-/* The kernel's QK: for group g, lane (grp, tig) reads code word tig of
- * token grp's group and eight consecutive f16 query values of rows grp and
- * grp + 8 (from dim uq_mma_qk_dim(g, tig, 0, 0, 0)); step s takes registers
- * {x0[2s], x1[2s], x0[2s+1], x1[2s+1]} and the codes of nibbles 4s..4s+3. */
+/* The kernel's QK: the query rows are stored permuted (uq_mma_qk_pos);
+ * for group g, lane (grp, tig) reads code word tig of token grp's group
+ * and eight consecutive f16 of the stored rows grp and grp + 8 (from
+ * position uq_mma_qk_pos(uq_mma_qk_dim(g, tig, 0, 0, 0))); step s takes
+ * registers {x0[2s], x1[2s], x0[2s+1], x1[2s+1]} and B registers r[2s],
+ * r[2s+1] of uq_mma_fp4x8_f16s. The sums come out times 2^-14. */
 static void qk_fragments_give_the_dot_product_of_each_group(void **st) {
   (void)st;
   for (int g = 0; g < 8; g++) {
@@ -189,30 +221,45 @@ static void qk_fragments_give_the_dot_product_of_each_group(void **st) {
     for (int n = 0; n < 8; n++)
       for (int j = 0; j < 128; j++)
         kbytes[n][j] = (uq_u8)rnd();
+    /* The kernel's shared-memory image of the query rows (the position
+     * map is a permutation of each run of eight dims). */
+    uq_u32 qs[16][256];
+    int seen[256] = {0};
+    for (int d = 0; d < 256; d++) {
+      assert_int_equal(uq_mma_qk_pos(d) / 8, d / 8);
+      seen[uq_mma_qk_pos(d)]++;
+    }
+    for (int d = 0; d < 256; d++)
+      assert_int_equal(seen[d], 1);
+    for (int r = 0; r < 16; r++)
+      for (int d = 0; d < 256; d++)
+        qs[r][uq_mma_qk_pos(d)] = q[r][d];
     double c[32][4];
     memset(c, 0, sizeof c);
     for (int step = 0; step < 2; step++) {
       uq_u32 a[32][4], b0[32], b1[32];
       for (int lane = 0; lane < 32; lane++) {
         int grp = lane / 4, tig = lane % 4;
+        int at = uq_mma_qk_pos(uq_mma_qk_dim(g, tig, 0, 0, 0));
+        assert_int_equal(at % 8, 0);
         uq_u32 x[2][4];
         for (int rr = 0; rr < 2; rr++)
-          for (int w = 0; w < 4; w++) {
-            int d = uq_mma_qk_dim(g, tig, 0, 0, 0) + 2 * w;
-            x[rr][w] = q[grp + 8 * rr][d] | (q[grp + 8 * rr][d + 1] << 16);
-          }
+          for (int w = 0; w < 4; w++)
+            x[rr][w] = qs[grp + 8 * rr][at + 2 * w] | (qs[grp + 8 * rr][at + 2 * w + 1] << 16);
         a[lane][0] = x[0][2 * step];
         a[lane][1] = x[1][2 * step];
         a[lane][2] = x[0][2 * step + 1];
         a[lane][3] = x[1][2 * step + 1];
-        uq_u32 word;
+        uq_u32 word, r[4];
         memcpy(&word, kbytes[grp] + uq_mma_k_word_offset(g, tig), 4);
-        uq_mma_fp4x4_f16(step ? word >> 16 : word, &b0[lane], &b1[lane]);
-        /* The documented map agrees with the registers just built. */
+        uq_mma_fp4x8_f16s(word, r);
+        b0[lane] = r[2 * step];
+        b1[lane] = r[2 * step + 1];
+        /* The documented maps agree with the registers just built. */
         for (int reg = 0; reg < 2; reg++)
           for (int e = 0; e < 2; e++)
-            assert_int_equal(uq_mma_qk_dim(g, tig, step, reg, e),
-                             uq_mma_qk_dim(g, tig, 0, 0, 0) + 4 * step + 2 * reg + e);
+            assert_int_equal(uq_mma_qk_pos(uq_mma_qk_dim(g, tig, step, reg, e)),
+                             at + 4 * step + 2 * reg + e);
       }
       mma16(f16_value, (const uq_u32(*)[4])a, b0, b1, c);
     }
@@ -225,7 +272,7 @@ static void qk_fragments_give_the_dot_product_of_each_group(void **st) {
         }
         /* C (row, col) is register 2 (row / 8) + col % 2 of lane
          * 4 (row % 8) + col / 2. */
-        assert_true(c[4 * (r % 8) + n / 2][2 * (r / 8) + n % 2] == want);
+        assert_true(c[4 * (r % 8) + n / 2][2 * (r / 8) + n % 2] * UQ_MMA_K_UNSCALE == want);
       }
   }
 }
@@ -236,14 +283,41 @@ static uq_u16 small_bf16(void) {
   return (uq_u16)(uq_f32_bits(f) >> 16);
 }
 
-static void pv_ldmatrix_maps_give_p_times_v_per_warp(void **st) {
+/* The kernel's V path end to end: each lane converts the code words of
+ * its token and warp (uq_mma_fp4x8_bf16s, times the scale factors) and
+ * stores the four registers in order; PV reads them with the ldmatrix
+ * maps; the output map (uq_mma_v_dim) names the head dim of each
+ * accumulator. Expected: P times the FORMAT.md decoding of the slot. */
+static void pv_maps_give_p_times_the_decoded_v_per_warp(void **st) {
   (void)st;
   enum { PROW = 40, VROW = 264 };
   static uq_u16 ps[16 * PROW], vs[32 * VROW];
+  static uq_u8 vcode[32][128], vscale[32][8];
   for (size_t i = 0; i < sizeof ps / 2; i++)
     ps[i] = small_bf16();
-  for (size_t i = 0; i < sizeof vs / 2; i++)
-    vs[i] = small_bf16();
+  /* Scale bytes around 128 on both sides (both factor paths), narrow
+   * enough that every sum is exact in double. */
+  for (int t = 0; t < 32; t++) {
+    for (int i = 0; i < 128; i++)
+      vcode[t][i] = (uq_u8)rnd();
+    for (int g = 0; g < 8; g++)
+      vscale[t][g] = (uq_u8)(120 + rnd() % 17);
+  }
+  vscale[3][1] = 0; /* a zero group */
+  for (int t = 0; t < 32; t++)
+    for (int warp = 0; warp < 4; warp++)
+      for (int i = 0; i < 8; i++) {
+        uq_u32 word, r[4];
+        memcpy(&word, vcode[t] + 32 * warp + 4 * i, 4);
+        uq_mma_fp4x8_bf16s(word, r);
+        uq_u32 byte = vscale[t][2 * warp + i / 4];
+        uq_u32 lo = uq_mma_bf16_vscale_lo(byte) & 0xffffu;
+        uq_u32 hi = uq_mma_bf16_vscale_hi(byte) & 0xffffu;
+        for (int j = 0; j < 4; j++)
+          for (int h = 0; h < 2; h++)
+            vs[t * VROW + 64 * warp + 8 * i + 2 * j + h] =
+                (uq_u16)bf16_mul_exact(bf16_mul_exact((r[j] >> (16 * h)) & 0xffffu, lo), hi);
+      }
   for (int warp = 0; warp < 4; warp++) {
     double acc[8][32][4];
     memset(acc, 0, sizeof acc);
@@ -270,17 +344,26 @@ static void pv_ldmatrix_maps_give_p_times_v_per_warp(void **st) {
       }
     }
     /* The kernel's output map: acc[j][lane][e] is row grp + 8 (e / 2),
-     * dim 64 warp + 8 j + 2 tig + e % 2. */
+     * head dim 64 warp + 8 j + uq_mma_v_dim(2 tig + e % 2). */
+    int hit[64] = {0};
     for (int j = 0; j < 8; j++)
       for (int l = 0; l < 32; l++)
         for (int e = 0; e < 4; e++) {
           int row = l / 4 + 8 * (e / 2);
-          int dim = 64 * warp + 8 * j + 2 * (l % 4) + e % 2;
+          int dim = 64 * warp + 8 * j + uq_mma_v_dim(2 * (l % 4) + e % 2);
+          if (row == 0)
+            hit[dim - 64 * warp]++;
           double want = 0;
-          for (int t = 0; t < 32; t++)
-            want += bf16_value(ps[row * PROW + t]) * bf16_value(vs[t * VROW + dim]);
+          for (int t = 0; t < 32; t++) {
+            uq_u32 code = (vcode[t][dim / 2] >> (4 * (dim % 2))) & 15u;
+            uq_u32 byte = vscale[t][dim / 32];
+            double scale = byte ? ldexp(1.0, (int)byte - 127) : 0.0;
+            want += bf16_value(ps[row * PROW + t]) * fp4_value[code] * scale;
+          }
           assert_true(acc[j][l][e] == want);
         }
+    for (int d = 0; d < 64; d++)
+      assert_int_equal(hit[d], 1); /* each dim written once per row */
   }
 }
 
@@ -352,11 +435,11 @@ static void emit_refuses_matrix_keys_without_a_layer(void **st) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(fp4_to_f16_is_exact_and_keeps_code_order),
-      cmocka_unit_test(fp4_to_bf16_is_exact_and_keeps_code_order),
+      cmocka_unit_test(fp4x8_to_f16_is_exact_up_to_the_k_unscale),
+      cmocka_unit_test(fp4x8_to_bf16_is_exact_up_to_a_power_of_two),
       cmocka_unit_test(scale_encodings_decode_to_powers_of_two),
       cmocka_unit_test(qk_fragments_give_the_dot_product_of_each_group),
-      cmocka_unit_test(pv_ldmatrix_maps_give_p_times_v_per_warp),
+      cmocka_unit_test(pv_maps_give_p_times_the_decoded_v_per_warp),
       cmocka_unit_test(emit_uses_the_matrix_layer_only_for_matrix_keys),
       cmocka_unit_test(emit_refuses_matrix_keys_without_a_layer),
   };

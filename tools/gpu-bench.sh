@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# One device call: correctness of both decode variants, then timings of the
+# sm_90 matrix layer against the portable layer and against PyTorch SDPA,
+# all inside ~540 s (the device tool's command limit is 600 s).
+#
+#   (a) tools/gpu-check.sh with UQ_GPU_SUITES=gpu (builds build-gpu; the gpu
+#       suite runs every decode case with both variants against the double
+#       reference)
+#   (b) uqjit bench, UQJIT_VARIANT=matrix then portable, on
+#       B=16 seq 128k,4k 1:16 | B=4 seq 2k 1:16,2:8 | B=64 seq 16k 1:16,
+#       then a subset of the default sweep while time is left; the overhead
+#       section once
+#   (c) tools/peer_bench.py on the same shapes (when torch is importable)
+#   (d) a compact table last; every log under $OUT
+#
+# Run from anywhere (carry .deps as for gpu-check.sh). Environment:
+# OUT (default /tmp/out), UQ_BENCH_BUDGET_S (default 540), UQ_GPU_BUILD
+# (default build-gpu).
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+t0=$(date +%s)
+budget=${UQ_BENCH_BUDGET_S:-540}
+deadline=$((t0 + budget))
+build=${UQ_GPU_BUILD:-build-gpu}
+B=$build/tools/uqjit
+export UQJIT_CACHE_DIR=${UQJIT_CACHE_DIR:-/tmp/uqjit-gpu-cache}
+
+# Seconds for a step: its own cap, or what is left before the deadline
+# less a reserve for the steps after it; 0 when nothing is left.
+slot() {
+  local cap=$1 reserve=$2 left
+  left=$((deadline - $(date +%s) - reserve))
+  [ "$left" -lt "$cap" ] && cap=$left
+  [ "$cap" -lt 0 ] && cap=0
+  echo "$cap"
+}
+elapsed() { echo $(($(date +%s) - t0)); }
+say() { printf '== %s (%s s)\n' "$*" "$(elapsed)"; }
+
+# (a) correctness, both variants.
+check() {
+  local log=$1 s
+  s=$(slot 230 "$2")
+  UQ_GPU_BUILD=$build UQ_GPU_SUITES=gpu OUT=$OUT timeout "$s" bash tools/gpu-check.sh \
+    >"$OUT/$log" 2>&1
+  check_rc=$?
+  echo "gpu-check rc=$check_rc (limit $s s)"
+  grep -E "^(== variant|qg |worst)|FAILED|ERROR|uqjit:gpu|^Ok:|^Fail:|Skipped:|non-finite" \
+    "$OUT/$log" | head -60
+}
+mode="shift conversions (UQ_MMA_SUBNORMAL_OPERANDS 1)"
+say "gpu-check (gpu suite)"
+check check.log 250
+# A failure of the matrix layer's shift conversions (subnormal f16 / bf16
+# operands flushed by the device) falls back to its lookup conversions,
+# which keep every operand normal: same layout, slower.
+maps=templates/mma_sm90_maps.hip
+if [ "$check_rc" -ne 0 ] && grep -q "^#define UQ_MMA_SUBNORMAL_OPERANDS 1$" "$maps"; then
+  cp "$OUT/testlog-gpu.txt" "$OUT/testlog-gpu-shift.txt" 2>/dev/null
+  sed -i 's/^#define UQ_MMA_SUBNORMAL_OPERANDS 1$/#define UQ_MMA_SUBNORMAL_OPERANDS 0/' "$maps"
+  mode="lookup fallback (UQ_MMA_SUBNORMAL_OPERANDS 0): the shift version FAILED the gpu suite"
+  say "gpu-check again with the lookup conversions"
+  check check-fallback.log 200
+fi
+echo "matrix layer: $mode"
+
+# gpu-check unpacked the carried libraries there (when it had to).
+if [ -d /tmp/deps/usr/lib/x86_64-linux-gnu ]; then
+  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+if [ -d /usr/local/cuda/lib64 ]; then
+  export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64
+fi
+if [ ! -x "$B" ]; then
+  echo "gpu-bench: $B was not built; see $OUT/check.log" >&2
+  exit 2
+fi
+
+# (b) uqjit bench. Each entry: "name|cap seconds|args"; the matrix layer
+# first (the code under test), then the portable one (unchanged, for the
+# same-run ratio).
+shapes=(
+  "b16|60|--batch 16 --seq 128k,4k --heads 1:16 --iters 20 --warmup 3"
+  "b4|25|--batch 4 --seq 2k --heads 1:16,2:8 --iters 50 --warmup 5"
+  "b64|45|--batch 64 --seq 16k --heads 1:16 --iters 20 --warmup 3"
+)
+for v in matrix portable; do
+  for e in "${shapes[@]}"; do
+    name=${e%%|*}
+    rest=${e#*|}
+    cap=${rest%%|*}
+    args=${rest#*|}
+    s=$(slot "$cap" 15)
+    say "bench $v $name ($args; limit $s s)"
+    [ "$s" -le 5 ] && { echo "skipped: no time left"; continue; }
+    # shellcheck disable=SC2086
+    UQJIT_VARIANT=$v timeout "$s" "$B" bench $args --no-overhead --check-seqs 1 \
+      >"$OUT/bench-$v-$name.log" 2>&1
+    echo "rc=$?"
+    tail -4 "$OUT/bench-$v-$name.log"
+  done
+done
+
+s=$(slot 30 15)
+say "bench overhead section (matrix; limit $s s)"
+if [ "$s" -gt 5 ]; then
+  UQJIT_VARIANT=matrix timeout "$s" "$B" bench --batch 4 --seq 4k --heads 2:8 --iters 20 \
+    --warmup 3 --check-seqs 0 >"$OUT/bench-overhead.log" 2>&1
+  echo "rc=$?"
+  sed -n '/^overhead/,$p' "$OUT/bench-overhead.log"
+fi
+
+# (c) the peer on the same shapes.
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  for e in "${shapes[@]}"; do
+    name=${e%%|*}
+    rest=${e#*|}
+    args=${rest#*|}
+    s=$(slot 40 15)
+    say "peer_bench $name (limit $s s)"
+    [ "$s" -le 5 ] && { echo "skipped: no time left"; continue; }
+    # shellcheck disable=SC2086
+    timeout "$s" python3 tools/peer_bench.py $args >"$OUT/peer-$name.log" 2>&1
+    echo "rc=$?"
+    tail -3 "$OUT/peer-$name.log"
+  done
+else
+  say "peer_bench skipped: no torch with CUDA"
+fi
+
+# Part of the default sweep (B 1,4,16,64 x 1k..128k x 1:16,2:8,4:6), the
+# matrix variant only, with whatever time is left.
+s=$(slot 180 10)
+say "default sweep subset, matrix (limit $s s)"
+if [ "$s" -gt 10 ]; then
+  UQJIT_VARIANT=matrix timeout "$s" "$B" bench --batch 1,4,16,64 --seq 1k,16k,64k \
+    --heads 1:16,2:8,4:6 --iters 10 --warmup 2 --check-seqs 1 --no-overhead \
+    >"$OUT/bench-sweep-matrix.log" 2>&1
+  echo "rc=$? (124: cut short by the time limit; rows printed so far are kept)"
+fi
+
+# (d) the compact table: one line per shape and variant.
+say "summary"
+echo "gpu-check rc=$check_rc; matrix layer: $mode"
+grep -hE "^(copy|device):" "$OUT"/bench-matrix-b16.log 2>/dev/null | head -2
+printf '%-8s %-9s %5s %7s %3s %3s %10s %10s %9s %6s %10s\n' variant set B seq Hk QG eager_us \
+  graph_us GB/s %copy rel_l2
+for v in matrix portable; do
+  for e in "${shapes[@]}"; do
+    name=${e%%|*}
+    f=$OUT/bench-$v-$name.log
+    [ -f "$f" ] || continue
+    awk -v v="$v" -v n="$name" '$1 ~ /^[0-9]+$/ && NF >= 12 {
+      printf "%-8s %-9s %5s %7s %3s %3s %10s %10s %9s %6s %10s\n",
+        v, n, $1, $2, $3, $4, $7, $8, $10, $11, $12 }' "$f"
+  done
+done
+for e in "${shapes[@]}"; do
+  name=${e%%|*}
+  f=$OUT/peer-$name.log
+  [ -f "$f" ] || continue
+  awk -v n="$name" '$1 ~ /^[0-9]+$/ && NF >= 10 {
+    printf "%-8s %-9s %5s %7s %3s %3s %10s %10s %9s %6s %10s\n",
+      "sdpa", n, $1, $2, $3, $4, $6, $7, $9, $10, $13 }' "$f"
+done
+if [ -f "$OUT/bench-sweep-matrix.log" ]; then
+  n=$(awk '$1 ~ /^[0-9]+$/ && NF >= 12' "$OUT/bench-sweep-matrix.log" | wc -l)
+  echo "sweep (matrix): $n rows in bench-sweep-matrix.log"
+fi
+echo "total $(elapsed) s"
