@@ -668,10 +668,12 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
   rc = uq__cache_target_dirname(target, tdir);
   if (rc != 0)
     return rc;
-  if (len > UQ__CACHE_MAX_PAYLOAD || (payload == NULL && len > 0))
-    return uq__errorf(UQ_EINVAL, "cache: payload of %zu bytes not storable",
-                      len);
-  if (c->wdir == NULL)
+  if (len > UQ__CACHE_MAX_PAYLOAD || (payload == NULL && len > 0)) {
+    rc = uq__errorf(UQ_EINVAL, "cache: payload of %zu bytes not storable",
+                    len);
+    goto fail;
+  }
+  if (c->wdir == NULL) /* uq__cache_open warned already */
     return uq__errorf(UQ_EIO, "cache: no writable cache directory");
   entry_names(key, hh, fname);
   make_dirs(c->wdir);

@@ -44,8 +44,8 @@ const char *uq__cache_dir(const uq__cache *c);
 int uq__cache_get(uq__cache *c, const char *target, const uq__digest *key,
                   void **payload, size_t *len);
 /* Publishes an entry atomically in the writable directory. A failure
- * (read-only, full, no directory) is returned but callers treat it as a
- * warning: the compiled object is still used. */
+ * (read-only, full, no directory) is returned and warned about once per
+ * process here; callers go on with the compiled object. */
 int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
                   const void *payload, size_t len);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../src/error.h"
+#include "../src/format.h"
 #include "target.h"
 
 /* The fields a name can spell, in name order. */
@@ -67,11 +68,6 @@ static const kind_desc *find_kind(uint32_t kind) {
     if (kinds[i].kind == kind)
       return &kinds[i];
   return NULL;
-}
-
-const char *uq__key_kind_name(uint32_t kind) {
-  const kind_desc *d = find_kind(kind);
-  return d ? d->name : NULL;
 }
 
 static int64_t field_get(const uq_key *k, int f) {
@@ -134,8 +130,6 @@ static const char *dtype_name(uint32_t dtype) {
   }
 }
 
-static int is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
-
 /* ------------------------------------------------------------------ */
 
 static int validate_target(const uq_key *key) {
@@ -183,13 +177,13 @@ static int check_group_size(const kind_desc *d, const uq_key *key) {
 }
 
 static int validate_decode(const uq_key *key) {
-  if (!is_pow2(key->num_partitions) || key->num_partitions < 2 ||
+  if (!uq__is_pow2(key->num_partitions) || key->num_partitions < 2 ||
       key->num_partitions > UQ__KEY_PARTITIONS_MAX)
     return uq__errorf(UQ_EINVAL,
                       "decode key num_partitions %d must be a power of two in "
                       "[2, %d]",
                       (int)key->num_partitions, UQ__KEY_PARTITIONS_MAX);
-  if (!is_pow2(key->tile_groups_per_partition) ||
+  if (!uq__is_pow2(key->tile_groups_per_partition) ||
       key->tile_groups_per_partition > UQ__KEY_TGPP_MAX)
     return uq__errorf(UQ_EINVAL,
                       "decode key tile_groups_per_partition %d must be a power "
@@ -258,7 +252,7 @@ int uq_key_validate(const uq_key *key) {
   if (key->variant != UQ_VARIANT_PORTABLE && key->variant != UQ_VARIANT_MATRIX)
     return uq__errorf(UQ_EINVAL, "%s key has an unknown variant %d", d->name,
                       (int)key->variant);
-  if (!is_pow2(key->head_dim) || key->head_dim < UQ__KEY_HEAD_DIM_MIN ||
+  if (!uq__is_pow2(key->head_dim) || key->head_dim < UQ__KEY_HEAD_DIM_MIN ||
       key->head_dim > UQ__KEY_HEAD_DIM_MAX)
     return uq__errorf(UQ_EINVAL,
                       "%s key head_dim %d must be a power of two in [%d, %d]",
@@ -271,7 +265,7 @@ int uq_key_validate(const uq_key *key) {
   case UQ_KERNEL_DECODE:
     return validate_decode(key);
   case UQ_KERNEL_REDUCE:
-    if (!is_pow2(key->num_partitions) || key->num_partitions < 2 ||
+    if (!uq__is_pow2(key->num_partitions) || key->num_partitions < 2 ||
         key->num_partitions > UQ__KEY_PARTITIONS_MAX)
       return uq__errorf(UQ_EINVAL,
                         "reduce key num_partitions %d must be a power of two "

@@ -17,7 +17,4 @@
 /* Tile groups per partition: a power of two up to this. */
 #define UQ__KEY_TGPP_MAX (1 << 20)
 
-/* Short name of a kind ("decode"), or NULL for an unknown kind. */
-const char *uq__key_kind_name(uint32_t kind);
-
 #endif

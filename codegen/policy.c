@@ -9,6 +9,7 @@
 
 #include "../src/env.h"
 #include "../src/error.h"
+#include "../src/format.h"
 #include "key.h"
 #include "target.h"
 
@@ -107,8 +108,7 @@ int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
     return uq__errorf(UQ_EINVAL,
                       "num_q_heads %lld is not a multiple of num_kv_heads %lld",
                       (long long)hq, (long long)hk);
-  size_t slot = uq_slot_size((int)d);
-  if (slot == 0)
+  if (uq_slot_size((int)d) == 0)
     return uq__errorf(UQ_EINVAL, "head_dim %lld is not a multiple of 32",
                       (long long)d);
   int64_t window = bs * mb;
@@ -118,14 +118,10 @@ int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
                       "tokens exceeds the int32 sequence lengths",
                       (long long)bs, (long long)mb, (long long)window);
 
-  int64_t padded = shape->padded_slot;
-  if (padded == 0)
-    padded = (int64_t)(slot + 3) / 4 * 4;
-  if (padded < (int64_t)slot || padded % 4 != 0)
-    return uq__errorf(UQ_EINVAL,
-                      "padded_slot %lld must be >= the slot size %zu and a "
-                      "multiple of 4",
-                      (long long)padded, slot);
+  int32_t padded;
+  int rc = uq__resolve_padded_slot((int)d, shape->padded_slot, &padded);
+  if (rc != 0)
+    return rc;
   if (shape->max_num_kv_splits < 0)
     return uq__errorf(UQ_EINVAL, "max_num_kv_splits %d is negative",
                       (int)shape->max_num_kv_splits);
@@ -160,15 +156,15 @@ int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
 
   char canon[UQ_TARGET_MAX];
   uq__target_info info;
-  int rc = uq__target_parse(target ? target : "gfx950", canon, sizeof canon,
-                            &info);
+  rc = uq__target_parse(target ? target : "gfx950", canon, sizeof canon,
+                        &info);
   if (rc != 0)
     return rc;
   int variant = choose_variant(&info);
 
   const int64_t qg = hq / hk;
   plan->query_group_size = (int32_t)qg;
-  plan->padded_slot = (int32_t)padded;
+  plan->padded_slot = padded;
   plan->scale = (float)((double)scale_e8 / 1e8);
   plan->block_threads = uq__target_block_threads(&info, variant);
 
@@ -240,47 +236,39 @@ int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
     plan->prologue_grid[2] = 1;
   }
 
+  /* The fields every kind carries; each key adds its own to a copy (the
+   * plan was zeroed, so the bytes stay reproducible). */
+  uq_key common;
+  memset(&common, 0, sizeof common);
+  common.dtype = (uint32_t)dtype;
+  common.variant = variant;
+  common.head_dim = (int32_t)d;
+  common.num_kv_heads = (int32_t)hk;
+  common.query_group_size = (int32_t)qg;
+  memcpy(common.target, canon, strlen(canon) + 1);
+
   uq_key *dec = &plan->kernels[0];
-  memset(dec, 0, sizeof *dec);
+  *dec = common;
   dec->kind = UQ_KERNEL_DECODE;
-  dec->dtype = (uint32_t)dtype;
-  dec->variant = variant;
-  dec->head_dim = (int32_t)d;
-  dec->num_kv_heads = (int32_t)hk;
   dec->num_partitions = (int32_t)parts;
   dec->max_blocks_per_seq = (int32_t)mb;
   dec->scale_e8 = scale_e8;
-  dec->query_group_size = (int32_t)qg;
   dec->kv_block_size = (int32_t)bs;
-  dec->padded_slot = (int32_t)padded;
+  dec->padded_slot = padded;
   dec->fuse_qrot = fuse;
   dec->tile_groups_per_partition = (int32_t)tgpp;
   dec->stride_q_seq = stride_seq;
   dec->stride_q_head = stride_head;
-  memcpy(dec->target, canon, strlen(canon) + 1);
 
   uq_key *red = &plan->kernels[1];
-  memset(red, 0, sizeof *red);
+  *red = common;
   red->kind = UQ_KERNEL_REDUCE;
-  red->dtype = (uint32_t)dtype;
-  red->variant = variant;
-  red->head_dim = (int32_t)d;
-  red->num_kv_heads = (int32_t)hk;
   red->num_partitions = (int32_t)parts;
-  red->query_group_size = (int32_t)qg;
-  memcpy(red->target, canon, strlen(canon) + 1);
 
   plan->num_kernels = 2;
   if (!fuse) {
-    uq_key *pro = &plan->kernels[2];
-    memset(pro, 0, sizeof *pro);
-    pro->kind = UQ_KERNEL_PROLOGUE;
-    pro->dtype = (uint32_t)dtype;
-    pro->variant = variant;
-    pro->head_dim = (int32_t)d;
-    pro->num_kv_heads = (int32_t)hk;
-    pro->query_group_size = (int32_t)qg;
-    memcpy(pro->target, canon, strlen(canon) + 1);
+    plan->kernels[2] = common;
+    plan->kernels[2].kind = UQ_KERNEL_PROLOGUE;
     plan->num_kernels = 3;
   }
   return 0;
@@ -292,35 +280,31 @@ int uq_store_key(int head_dim, int num_kv_heads, int padded_slot,
   if (key == NULL)
     return uq__errorf(UQ_EINVAL, "key is NULL");
   if (head_dim < UQ__KEY_HEAD_DIM_MIN || head_dim > UQ__KEY_HEAD_DIM_MAX ||
-      (head_dim & (head_dim - 1)) != 0)
+      !uq__is_pow2(head_dim))
     return uq__errorf(UQ_EINVAL,
                       "store head_dim %d must be a power of two in [%d, %d]",
                       head_dim, UQ__KEY_HEAD_DIM_MIN, UQ__KEY_HEAD_DIM_MAX);
   if (num_kv_heads < 1)
     return uq__errorf(UQ_EINVAL, "store num_kv_heads %d must be >= 1",
                       num_kv_heads);
-  size_t slot = uq_slot_size(head_dim);
-  int64_t padded = padded_slot ? padded_slot : (int64_t)(slot + 3) / 4 * 4;
-  if (padded < (int64_t)slot || padded % 4 != 0)
-    return uq__errorf(UQ_EINVAL,
-                      "padded_slot %d must be >= the slot size %zu and a "
-                      "multiple of 4",
-                      padded_slot, slot);
-  if (dtype != UQ_DTYPE_BF16 && dtype != UQ_DTYPE_FP16 &&
-      dtype != UQ_DTYPE_FP32)
+  int32_t padded;
+  int rc = uq__resolve_padded_slot(head_dim, padded_slot, &padded);
+  if (rc != 0)
+    return rc;
+  if (uq__dtype_size(dtype) == 0)
     return uq__errorf(UQ_EINVAL, "store dtype %d is not bf16, fp16 or fp32",
                       (int)dtype);
   uq_key k;
   memset(&k, 0, sizeof k);
-  int rc = uq__target_parse(target ? target : "gfx950", k.target,
-                            sizeof k.target, NULL);
+  rc = uq__target_parse(target ? target : "gfx950", k.target,
+                        sizeof k.target, NULL);
   if (rc != 0)
     return rc;
   k.kind = UQ_KERNEL_STORE;
   k.dtype = (uint32_t)dtype;
   k.head_dim = head_dim;
   k.num_kv_heads = num_kv_heads;
-  k.padded_slot = (int32_t)padded;
+  k.padded_slot = padded;
   *key = k;
   return 0;
 }

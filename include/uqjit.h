@@ -63,6 +63,8 @@ UQ_EXTERN const char *uq_err_name(int status);
  * thread's next uqjit call. */
 UQ_EXTERN const char *uq_last_error(void);
 
+/* Static "MAJOR.MINOR.PATCH" of the library loaded (UQ_VERSION_STRING of
+ * the build); never NULL. */
 UQ_EXTERN const char *uq_version_string(void);
 
 /* Release memory returned by uqjit (sources, names, reports). NULL is ok. */
@@ -150,6 +152,7 @@ typedef struct uq_shape {
   int64_t q_stride_head;      /* 0 = D */
 } uq_shape;
 
+/* Zeroes *shape (every default) with q_dtype bf16. NULL is ignored. */
 UQ_EXTERN void uq_shape_init(uq_shape *shape);
 
 typedef enum {
@@ -227,10 +230,13 @@ typedef struct uq_plan {
 } uq_plan;
 
 /* Plans a decode of `shape` for `target` (e.g. "gfx950", "sm_90"; NULL =
- * "gfx950"). The variant is the fastest layer uqjit has for the target
- * unless UQJIT_VARIANT=portable. An ineligible shape is not an error: returns 0 with
- * plan->eligible = 0 and the reason. UQ_EINVAL / UQ_EOVERFLOW for
- * malformed shapes (non-positive sizes, Hq % Hk != 0, overflowing sizes). */
+ * "gfx950"). The decode kernel's variant is UQ_VARIANT_MATRIX on NVIDIA
+ * sm_90 and newer unless UQJIT_VARIANT=portable (read at every call), and
+ * UQ_VARIANT_PORTABLE on every other target. An ineligible shape is not an
+ * error: returns 0 with plan->eligible = 0 and the reason. UQ_EINVAL /
+ * UQ_EOVERFLOW for malformed shapes (non-positive sizes, Hq % Hk != 0,
+ * a bad padded_slot, dtype or scale, overflowing sizes) or an unknown
+ * target. */
 UQ_EXTERN int uq_plan_make(const uq_shape *shape, const char *target,
                            uq_plan *plan);
 
@@ -247,7 +253,8 @@ typedef struct uq_decode_args {
   const uint8_t *kv_cache;    /* [num_blocks, block_size, Hk, padded_slot] */
   int64_t num_blocks;         /* blocks in kv_cache (bounds for the block table) */
   const int32_t *block_table; /* [B, max_blocks_per_seq] */
-  const int32_t *seq_lens;    /* [B], 1 <= seq_len <= max_blocks_per_seq*block_size */
+  const int32_t *seq_lens;    /* [B], 1 <= seq_len <= max_blocks_per_seq*block_size
+                               * (uq_decode cannot check it: see there) */
   void *out;                  /* [B, Hq, D] of q_dtype, contiguous */
 } uq_decode_args;
 
@@ -295,11 +302,22 @@ typedef struct uq_context_options {
   int use_disk_cache;    /* 1 (default): read and write the on-disk cache */
 } uq_context_options;
 
+/* Defaults: device 0, its own target, the default cache directory, disk
+ * cache on. NULL is ignored. */
 UQ_EXTERN void uq_context_options_init(uq_context_options *opts);
-/* Creates a context (opts NULL = defaults with device 0). Nothing is
- * loaded until first use. The caller destroys it. */
+/* Creates a context (opts NULL = defaults with device 0). With a target
+ * nothing is loaded until first use (a target the device cannot run is
+ * refused then, UQ_EINVAL); without one the device is opened now to read
+ * its target. An unusable cache directory is not an error: the context
+ * degrades to fewer cache layers and warns once. The caller destroys it.
+ * UQ_EINVAL (device < -1, no target for device -1, unknown target),
+ * UQ_ENODEV / UQ_EDEVICE (no runtime or device), UQ_ENOMEM. One context
+ * may serve many threads. */
 UQ_EXTERN int uq_context_create(const uq_context_options *opts,
                                 uq_context **out);
+/* Unloads every kernel and releases the context (NULL is ok). No call on it
+ * may be running; device buffers, streams, events and graphs made with it
+ * are the caller's to release first. */
 UQ_EXTERN void uq_context_destroy(uq_context *ctx);
 /* The context's canonical target string (owned by the context). */
 UQ_EXTERN const char *uq_context_target(const uq_context *ctx);
@@ -386,20 +404,46 @@ UQ_EXTERN int uq_cache_default_dir(char **dir);
 /* device pointers here. `stream` is a CUstream / hipStream_t (NULL =   */
 /* the default stream).                                                 */
 
-/* Runs the query prologue (when not fused), the decode and the reduce.
- * workspace: at least plan.workspace_bytes, 256-byte aligned. Validates
- * every argument first and launches nothing on bad input. */
+/* Runs the query prologue (when not fused), the decode and the reduce,
+ * asynchronously on `stream`; the caller owns every buffer and keeps them
+ * alive until the stream has run. workspace: at least plan.workspace_bytes,
+ * 256-byte aligned. Validates every argument host-side first and launches
+ * nothing on bad input: UQ_EINVAL (NULL pointers, too small a workspace,
+ * num_blocks <= 0), UQ_EALIGN (query, out, kv_cache and fused query rows
+ * 16 bytes; block_table, seq_lens 4; workspace 256), UQ_EOVERFLOW,
+ * UQ_EUNSUPPORTED (shape not eligible: uq_plan_make's reason), UQ_ENODEV
+ * (compile-only context), compile and load failures (UQ_ECOMPILE, ...), and
+ * UQ_EDEVICE from the launches. What lives in device memory cannot be
+ * checked: a seq_lens[b] above max_blocks_per_seq * block_size is clamped
+ * by the kernels to the block table's span, and block table entries are
+ * trusted to be < num_blocks. On a repeated shape it allocates nothing and
+ * makes no synchronous runtime call (graph capture is safe). */
 UQ_EXTERN int uq_decode(uq_context *ctx, const uq_shape *shape,
                         const uq_decode_args *args, void *workspace,
                         size_t workspace_bytes, void *stream);
-/* Encodes K/V rows into the device cache; negative slots are skipped. */
+/* Encodes K/V rows into the device cache, asynchronously on `stream`;
+ * negative slots are skipped. Validated host-side first (UQ_EINVAL,
+ * UQ_EALIGN: k and v to their element size, slot_mapping 8, kv_cache 16;
+ * UQ_EOVERFLOW; UQ_ENODEV for a compile-only context). slot_mapping lives
+ * in device memory: the kernel skips slots at or past num_blocks *
+ * block_size like negative ones. num_tokens 0 launches nothing. */
 UQ_EXTERN int uq_store(uq_context *ctx, const uq_store_args *args,
                        void *stream);
 
-/* Small device utilities, so that tools and tests need only this header. */
+/* Small device utilities, so that tools and tests need only this header.
+ * Each works on the context's device (opened on first use): UQ_ENODEV for
+ * a compile-only context or no runtime, UQ_EDEVICE with the runtime's
+ * message when a runtime call fails, UQ_EINVAL for NULL arguments. Copies
+ * and memsets are synchronous. */
+/* Devices of the runtime in use; 0 (and status 0) when there is none, the
+ * reason left in uq_last_error(). */
 UQ_EXTERN int uq_device_count(int *count);
+/* Marketing name ("NVIDIA H200"), truncated to n bytes. */
 UQ_EXTERN int uq_device_name(uq_context *ctx, char *buf, size_t n);
+/* Device memory of `bytes` (> 0); the caller releases it with
+ * uq_device_free on the same context. */
 UQ_EXTERN int uq_device_alloc(uq_context *ctx, size_t bytes, void **ptr);
+/* NULL is ok. */
 UQ_EXTERN int uq_device_free(uq_context *ctx, void *ptr);
 UQ_EXTERN int uq_memcpy_h2d(uq_context *ctx, void *dst, const void *src,
                             size_t bytes);
@@ -412,11 +456,15 @@ UQ_EXTERN int uq_memset_d8(uq_context *ctx, void *dst, uint8_t value,
 UQ_EXTERN int uq_synchronize(uq_context *ctx);
 
 /* Streams, events and graphs, for benchmarks and graph-capture tests.
- * Streams are CUstream / hipStream_t handles owned by the caller. */
+ * Streams are CUstream / hipStream_t handles owned by the caller: made by
+ * uq_stream_create, released by uq_stream_destroy (NULL is ok) on the same
+ * context. Errors as for the device utilities above. */
 UQ_EXTERN int uq_stream_create(uq_context *ctx, void **stream);
 UQ_EXTERN int uq_stream_destroy(uq_context *ctx, void *stream);
 UQ_EXTERN int uq_stream_synchronize(uq_context *ctx, void *stream);
 
+/* A timing event of the context's device; the caller releases it with
+ * uq_event_destroy (NULL is ok) before the context. */
 typedef struct uq_event uq_event;
 UQ_EXTERN int uq_event_create(uq_context *ctx, uq_event **event);
 UQ_EXTERN int uq_event_record(uq_event *event, void *stream);
@@ -424,7 +472,12 @@ UQ_EXTERN int uq_event_record(uq_event *event, void *stream);
 UQ_EXTERN int uq_event_elapsed_ms(uq_event *start, uq_event *end, float *ms);
 UQ_EXTERN void uq_event_destroy(uq_event *event);
 
-/* Stream capture into a graph (CUDA graphs / HIP graphs). */
+/* Stream capture into a graph (CUDA graphs / HIP graphs): begin on a
+ * created stream (UQ_EINVAL for the default stream), run uq_decode /
+ * uq_store on it (their kernels must already be loaded: a first call that
+ * compiles or loads must come before the capture), then end to get an
+ * instantiated graph that the caller launches any number of times and
+ * releases with uq_graph_destroy (NULL is ok) before the context. */
 typedef struct uq_graph uq_graph;
 UQ_EXTERN int uq_graph_capture_begin(uq_context *ctx, void *stream);
 UQ_EXTERN int uq_graph_capture_end(uq_context *ctx, void *stream,

@@ -6,10 +6,9 @@
 
 #include "uqjit.h"
 
-/* Both counters are process-wide atomics: allocation happens on compile
- * worker threads too. */
+/* A process-wide atomic: allocation happens on compile worker threads
+ * too. */
 static long fail_countdown = -1;
-static long live_blocks;
 
 static int should_fail(void) {
   long c = __atomic_load_n(&fail_countdown, __ATOMIC_RELAXED);
@@ -21,29 +20,20 @@ static int should_fail(void) {
   return 0;
 }
 
-long uq__alloc_fail_after(long countdown) {
+void uq__alloc_fail_after(long countdown) {
   __atomic_store_n(&fail_countdown, countdown, __ATOMIC_RELAXED);
-  return __atomic_load_n(&live_blocks, __ATOMIC_RELAXED);
 }
-
-long uq__alloc_live(void) { return __atomic_load_n(&live_blocks, __ATOMIC_RELAXED); }
 
 void *uq__malloc(size_t n) {
   if (should_fail())
     return NULL;
-  void *p = malloc(n ? n : 1);
-  if (p != NULL)
-    __atomic_add_fetch(&live_blocks, 1, __ATOMIC_RELAXED);
-  return p;
+  return malloc(n ? n : 1);
 }
 
 void *uq__calloc(size_t count, size_t size) {
   if (should_fail())
     return NULL;
-  void *p = calloc(count ? count : 1, size ? size : 1);
-  if (p != NULL)
-    __atomic_add_fetch(&live_blocks, 1, __ATOMIC_RELAXED);
-  return p;
+  return calloc(count ? count : 1, size ? size : 1);
 }
 
 void *uq__realloc(void *p, size_t n) {
@@ -54,12 +44,7 @@ void *uq__realloc(void *p, size_t n) {
   return realloc(p, n ? n : 1);
 }
 
-void uq__free(void *p) {
-  if (p == NULL)
-    return;
-  __atomic_sub_fetch(&live_blocks, 1, __ATOMIC_RELAXED);
-  free(p);
-}
+void uq__free(void *p) { free(p); }
 
 char *uq__strdup(const char *s) {
   size_t n = strlen(s) + 1;

@@ -1,5 +1,5 @@
 /* All internal allocation goes through these, so that tests can inject
- * failures and count live blocks (see tests/unit_alloc_fail.c). */
+ * failures (see tests/unit_cache.c). */
 #ifndef UQ_ALLOC_H
 #define UQ_ALLOC_H
 
@@ -14,8 +14,7 @@ char *uq__strdup(const char *s);
 size_t uq__mul_size(size_t count, size_t size, int *overflow);
 
 /* Test hook: after `countdown` more successful allocations, every
- * allocation fails (countdown < 0 disables). Returns the live block count. */
-long uq__alloc_fail_after(long countdown);
-long uq__alloc_live(void);
+ * allocation fails (countdown < 0 disables). */
+void uq__alloc_fail_after(long countdown);
 
 #endif

@@ -27,10 +27,8 @@ static double now_seconds(void) {
 void uq_context_options_init(uq_context_options *opts) {
   if (opts == NULL)
     return;
-  memset(opts, 0, sizeof *opts);
-  opts->target = NULL;
-  opts->device = 0;
-  opts->cache_dir = NULL;
+  memset(opts, 0, sizeof *opts); /* device 0, target and cache from the
+                                   * environment */
   opts->use_disk_cache = 1;
 }
 
@@ -39,7 +37,6 @@ void uq_context_options_init(uq_context_options *opts) {
 /* Builds the device -1 entry: source, digest over everything that decides
  * the bytes, then the disk cache, else the compiler (unless JIT is off). */
 static int build_object(uq_context *ctx, uq__entry *e) {
-  static int put_warned;
   const uq_key *key = &e->key;
   uq__buf src;
   uq__buf_init(&src);
@@ -102,14 +99,10 @@ static int build_object(uq_context *ctx, uq__entry *e) {
   if (rc != 0)
     goto cleanup;
   uq__table_note_compile(ctx->table, now_seconds() - t0);
+  /* A failed write is not this call's failure (uq__cache_put warns). */
   if (ctx->cache != NULL &&
-      uq__cache_put(ctx->cache, key->target, &digest, obj, obj_len) != 0) {
-    uq__warn_once(&put_warned,
-                  "could not write a code object to the disk cache (%s); "
-                  "kernels are kept in memory only",
-                  uq_last_error());
+      uq__cache_put(ctx->cache, key->target, &digest, obj, obj_len) != 0)
     uq__error_clear();
-  }
 
 done:
   e->object = obj;

@@ -26,8 +26,6 @@ static const float midpoints[14] = {-5.0f,  -3.5f, -2.5f, -1.75f, -1.25f,
                                     -0.75f, -0.25f, 0.25f, 0.75f,  1.25f,
                                     1.75f,  2.5f,  3.5f,  5.0f};
 
-float uq__fp4_to_float(unsigned code) { return fp4_values[code & 15u]; }
-
 float uq_fp4_value(unsigned code) { return fp4_values[code & 15u]; }
 
 double uq__ue8m0_to_double(uint8_t byte) {

@@ -13,9 +13,8 @@
 /* The fp32 constant of FORMAT.md section 3 step 1. */
 #define UQ__SCALE_FACTOR 0.156f
 
-/* FP4 E2M1 code (low 4 bits used) -> value; code 8 is -0. */
-float uq__fp4_to_float(unsigned code);
-/* The same table in double, indexed by code (0..15). */
+/* The FP4 E2M1 values of uq_fp4_value in double, indexed by code (0..15);
+ * code 8 is -0. */
 extern const double uq__fp4_values_f64[16];
 
 /* UE8M0 byte -> 2^(byte-127) in double (byte 255 -> 2^128, finite here);
@@ -65,12 +64,6 @@ static inline float uq__f32_from_bits(uint32_t u) {
   float f;
   memcpy(&f, &u, sizeof f);
   return f;
-}
-
-static inline uint64_t uq__f64_bits(double d) {
-  uint64_t u;
-  memcpy(&u, &d, sizeof u);
-  return u;
 }
 
 #endif

@@ -44,6 +44,11 @@ static int misaligned(const void *p, uintptr_t align) {
   return ((uintptr_t)p & (align - 1)) != 0;
 }
 
+/* Read on every call, hit or miss: uq_plan_make honours UQJIT_VARIANT per
+ * call, callers may switch it between calls on one context
+ * (tests/gpu_decode.c does), and the environment gives no change signal to
+ * cache against. One getenv scan costs tens of nanoseconds, next to
+ * microseconds of launches. */
 static void variant_setting(char out[16]) {
   const char *v = uq__env_get(UQ__ENV_VARIANT);
   memset(out, 0, 16);

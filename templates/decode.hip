@@ -63,8 +63,9 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
   }
   uq_barrier();
 
-  /* The host refuses seq_len > max_blocks_per_seq * block_size; clamping
-   * anyway keeps a bad call from reading past the block table. */
+  /* seq_lens live in device memory, so the host cannot check them against
+   * max_blocks_per_seq * block_size: clamping keeps a bad value from
+   * reading past the block table. */
   const long long window = (long long)UQ_MAX_BLOCKS * UQ_BLOCK_SIZE;
   long long seq_len = p.seq_lens[b];
   seq_len = seq_len < 0 ? 0 : (seq_len > window ? window : seq_len);

@@ -62,6 +62,16 @@ int uq_cli_option(const char *cmd, int argc, char **argv, int *i,
   return 1;
 }
 
+int uq_cli_text_option(const char *cmd, int argc, char **argv, int *i,
+                       const uq_cli_text *opts) {
+  for (const uq_cli_text *o = opts; o->name != NULL; o++) {
+    int r = uq_cli_option(cmd, argc, argv, i, o->name, o->var);
+    if (r != 0)
+      return r;
+  }
+  return 0;
+}
+
 int uq_cli_parse_i64(const char *cmd, const char *flag, const char *text,
                      int64_t min, int64_t max, int64_t *out) {
   const char *p = text;

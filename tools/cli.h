@@ -35,6 +35,19 @@ int uq_cli_fail(const char *cmd, int status, const char *what);
 int uq_cli_option(const char *cmd, int argc, char **argv, int *i,
                   const char *name, const char **value);
 
+/* Options whose value is only kept: `name` stores its text into *var (a
+ * repeated option keeps the last). */
+typedef struct uq_cli_text {
+  const char *name;
+  const char **var;
+} uq_cli_text;
+
+/* uq_cli_option over `opts` (ended by {NULL}): 1 when argv[*i] was one of
+ * them (value stored), 0 when none, -1 when the value is missing (message
+ * printed). */
+int uq_cli_text_option(const char *cmd, int argc, char **argv, int *i,
+                       const uq_cli_text *opts);
+
 /* A flag without a value: `name` stores `value` into *var. */
 typedef struct uq_cli_flag {
   const char *name;

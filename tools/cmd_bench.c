@@ -15,7 +15,6 @@
 
 #define CMD "bench"
 #define MAX_LIST 32
-#define MAX_ROWS (MAX_LIST * MAX_LIST * MAX_LIST)
 /* "Small" shapes, where launch overhead matters: graphs by default. */
 #define GRAPH_AUTO_KV_BYTES (64ull << 20)
 

@@ -434,6 +434,9 @@ int uq_cmd_demo(int argc, char **argv) {
   int64_t seed = 1;
   const char *cache_dir = NULL, *lens_text = NULL;
   const uq_cli_flag flags[] = {{"--cpu", &cpu, 1}, {NULL, NULL, 0}};
+  const uq_cli_text texts[] = {{"--cache-dir", &cache_dir},
+                               {"--seq-lens", &lens_text},
+                               {NULL, NULL}};
   for (int i = 1; i < argc; i++) {
     const char *v;
     int r;
@@ -443,16 +446,9 @@ int uq_cmd_demo(int argc, char **argv) {
         return UQ_EXIT_USAGE;
       continue;
     }
-    if ((r = uq_cli_option(CMD, argc, argv, &i, "--cache-dir", &v)) != 0) {
+    if ((r = uq_cli_text_option(CMD, argc, argv, &i, texts)) != 0) {
       if (r < 0)
         return UQ_EXIT_USAGE;
-      cache_dir = v;
-      continue;
-    }
-    if ((r = uq_cli_option(CMD, argc, argv, &i, "--seq-lens", &v)) != 0) {
-      if (r < 0)
-        return UQ_EXIT_USAGE;
-      lens_text = v;
       continue;
     }
     r = uq_cli_shape_option(CMD, &in, argc, argv, &i);

@@ -179,6 +179,9 @@ int uq_cmd_dump(int argc, char **argv) {
       {"--no-source", &no_source, 1},
       {NULL, NULL, 0},
   };
+  const uq_cli_text texts[] = {{"--kind", &kind_text},
+                               {"--cache-dir", &cache_dir},
+                               {NULL, NULL}};
   for (int i = 1; i < argc; i++) {
     const char *v;
     int r;
@@ -203,16 +206,9 @@ int uq_cmd_dump(int argc, char **argv) {
       key_names[nkey_names++] = v;
       continue;
     }
-    if ((r = uq_cli_option(CMD, argc, argv, &i, "--kind", &v)) != 0) {
+    if ((r = uq_cli_text_option(CMD, argc, argv, &i, texts)) != 0) {
       if (r < 0)
         return UQ_EXIT_USAGE;
-      kind_text = v;
-      continue;
-    }
-    if ((r = uq_cli_option(CMD, argc, argv, &i, "--cache-dir", &v)) != 0) {
-      if (r < 0)
-        return UQ_EXIT_USAGE;
-      cache_dir = v;
       continue;
     }
     r = uq_cli_shape_option(CMD, &in, argc, argv, &i);
