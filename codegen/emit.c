@@ -199,19 +199,27 @@ int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
   if ((info.family == UQ__TARGET_NVIDIA) != (route == UQ__ROUTE_NVRTC))
     return uq__errorf(UQ_EINVAL, "route %s cannot compile for target %s",
                       uq__route_name(route), key->target);
-  if (key->variant == UQ_VARIANT_MATRIX) {
-    if (!uq__target_matrix_layer(&info))
-      return uq__errorf(UQ_EINVAL,
-                        "target %s has no matrix decode layer (variant %d); "
-                        "use the portable variant",
-                        key->target, (int)key->variant);
-    if (key->kind == UQ_KERNEL_DECODE &&
-        (key->head_dim != 256 || key->query_group_size > 16))
-      return uq__errorf(UQ_EINVAL,
-                        "the matrix decode layer needs head_dim 256 and a "
-                        "query group size <= 16, not %d and %d",
-                        (int)key->head_dim, (int)key->query_group_size);
-  }
+  /* Every kind of a layer's plan is refused where the target lacks the
+   * layer, so no cache ever holds a key the planner would not make. */
+  if (key->variant == UQ_VARIANT_MATRIX && !uq__target_matrix_layer(&info))
+    return uq__errorf(UQ_EINVAL,
+                      "target %s has no matrix decode layer (variant %d); "
+                      "use the portable variant",
+                      key->target, (int)key->variant);
+  if (key->variant == UQ_VARIANT_WARPGROUP &&
+      !uq__target_warpgroup_layer(&info))
+    return uq__errorf(UQ_EINVAL,
+                      "target %s has no warpgroup decode layer (variant %d; "
+                      "it needs sm_90a); use the matrix or portable variant",
+                      key->target, (int)key->variant);
+  if (key->variant != UQ_VARIANT_PORTABLE && key->kind == UQ_KERNEL_DECODE &&
+      (key->head_dim != 256 || key->query_group_size > 16))
+    return uq__errorf(UQ_EINVAL,
+                      "the %s decode layer needs head_dim 256 and a "
+                      "query group size <= 16, not %d and %d",
+                      key->variant == UQ_VARIANT_MATRIX ? "matrix"
+                                                        : "warpgroup",
+                      (int)key->head_dim, (int)key->query_group_size);
 
   char name[UQ__KEY_NAME_MAX];
   char symbol[UQ__KEY_NAME_MAX];
@@ -228,6 +236,7 @@ int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
                  "/* uqjit %s kernel %s\n * route: %s. Generated from "
                  "templates/ by codegen/emit.c: do not edit. */\n",
                  UQ_VERSION_STRING, name, uq__route_name(route));
+  /* Up to three templates per kind, plus the NULL that ends the list. */
   const char *parts[4] = {NULL, NULL, NULL, NULL};
   switch (key->kind) {
   case UQ_KERNEL_DECODE:
@@ -235,6 +244,12 @@ int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
       /* The sm_90 matrix layer is a whole kernel of its own. */
       parts[0] = "mma_sm90_maps.hip";
       parts[1] = "decode_mma_sm90.hip";
+    } else if (key->variant == UQ_VARIANT_WARPGROUP) {
+      /* So is the sm_90a warpgroup layer; it builds on the matrix layer's
+       * index maps, so those come first. */
+      parts[0] = "mma_sm90_maps.hip";
+      parts[1] = "wgmma_sm90_maps.hip";
+      parts[2] = "decode_wgmma_sm90.hip";
     } else {
       parts[0] = "layer_portable.hip";
       parts[1] = "decode.hip";

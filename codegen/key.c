@@ -249,9 +249,14 @@ int uq_key_validate(const uq_key *key) {
                         "%s key field '%s' is unused by this kind and must "
                         "be 0",
                         d->name, prefixes[f]);
-  if (key->variant != UQ_VARIANT_PORTABLE && key->variant != UQ_VARIANT_MATRIX)
-    return uq__errorf(UQ_EINVAL, "%s key has an unknown variant %d", d->name,
-                      (int)key->variant);
+  /* Whether the target has the layer is the generator's question
+   * (codegen/emit.c): a key only names it. */
+  if (key->variant != UQ_VARIANT_PORTABLE && key->variant != UQ_VARIANT_MATRIX &&
+      key->variant != UQ_VARIANT_WARPGROUP)
+    return uq__errorf(UQ_EINVAL,
+                      "%s key has an unknown variant %d (0 portable, 1 "
+                      "matrix, 2 warpgroup)",
+                      d->name, (int)key->variant);
   if (!uq__is_pow2(key->head_dim) || key->head_dim < UQ__KEY_HEAD_DIM_MIN ||
       key->head_dim > UQ__KEY_HEAD_DIM_MAX)
     return uq__errorf(UQ_EINVAL,

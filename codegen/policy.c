@@ -61,18 +61,26 @@ static int place(size_t *end, size_t bytes, size_t *offset) {
   return 0;
 }
 
-/* The variant: the matrix layer where uqjit has one (NVIDIA sm_90 and
- * newer: templates/decode_mma_sm90.hip), unless UQJIT_VARIANT=portable;
- * the portable layer everywhere else, whatever is asked, since it is
- * correct on every target. An invalid UQJIT_VARIANT is warned about by
- * uq__env_get and ignored. The variant is part of every key (the name
- * spells it as v0 / v1), so both layers can live in one cache; the matrix
- * layer keeps the same launch contract (grid, 128 threads, workspace), so
- * P and TGPP stay vLLM's. */
+/* The variant: by default the best layer uqjit has for the target: the
+ * warpgroup layer on sm_90a (templates/decode_wgmma_sm90.hip), else the
+ * matrix layer on NVIDIA sm_90 and newer (templates/decode_mma_sm90.hip),
+ * else the portable layer, which is correct on every target.
+ * UQJIT_VARIANT asks for a lower layer, to compare or to work around one:
+ * "portable" always gets it; "matrix" gets the matrix layer where the
+ * target has one, else the portable one; "warpgroup" is the default
+ * spelled out. A layer the target lacks is never chosen, whatever is
+ * asked. An invalid UQJIT_VARIANT is warned about by uq__env_get and
+ * ignored. The variant is part of every key (the name spells it as v0 /
+ * v1 / v2), so all layers can live in one cache; the fast layers keep the
+ * portable launch contract (grid, 128 threads, workspace), so P and TGPP
+ * stay vLLM's. */
 static int choose_variant(const uq__target_info *info) {
   const char *want = uq__env_get(UQ__ENV_VARIANT);
   if (want != NULL && strcmp(want, "portable") == 0)
     return UQ_VARIANT_PORTABLE;
+  int matrix_only = want != NULL && strcmp(want, "matrix") == 0;
+  if (!matrix_only && uq__target_warpgroup_layer(info))
+    return UQ_VARIANT_WARPGROUP;
   return uq__target_matrix_layer(info) ? UQ_VARIANT_MATRIX
                                        : UQ_VARIANT_PORTABLE;
 }

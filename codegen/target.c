@@ -181,12 +181,23 @@ int uq__target_matrix_layer(const uq__target_info *info) {
   return info != NULL && info->family == UQ__TARGET_NVIDIA && info->arch >= 90;
 }
 
+int uq__target_warpgroup_layer(const uq__target_info *info) {
+  /* wgmma exists only in the arch-specific sm_90a target: plain sm_90
+   * code may not use it, and later architectures dropped it (sm_100a has
+   * tcgen05 instead). */
+  return info != NULL && info->family == UQ__TARGET_NVIDIA &&
+         info->arch == 90 && strcmp(info->arch_name, "sm_90a") == 0;
+}
+
 unsigned uq__target_block_threads(const uq__target_info *info, int variant) {
   if (info == NULL)
     return 0;
   /* The sm_90 matrix layer is four warps as well (decode_mma_sm90.hip
-   * static_asserts it); the branch keeps its contract in one place. */
+   * static_asserts it), and so is the warpgroup layer (one warpgroup is
+   * four warps); the branches keep their contracts in one place. */
   if (variant == UQ_VARIANT_MATRIX && uq__target_matrix_layer(info))
+    return 128u;
+  if (variant == UQ_VARIANT_WARPGROUP && uq__target_warpgroup_layer(info))
     return 128u;
   return info->family == UQ__TARGET_NVIDIA ? 128u : 64u;
 }

@@ -12,7 +12,7 @@ typedef enum {
 typedef struct uq__target_info {
   uq__target_family family;
   int arch;        /* 950, 942, 90a -> 0x90a? see arch_name; sm_90 -> 90 */
-  char arch_name[16]; /* "gfx950", "gfx90a", "sm_90" */
+  char arch_name[16]; /* "gfx950", "gfx90a", "sm_90", "sm_90a" */
   int wave_size;   /* 64 on AMD CDNA, 32 on NVIDIA */
 } uq__target_info;
 
@@ -26,6 +26,12 @@ int uq__target_parse(const char *target, char *out, size_t n,
 /* 1 when uqjit has a matrix (UQ_VARIANT_MATRIX) decode layer for the
  * target: NVIDIA sm_90 and newer. */
 int uq__target_matrix_layer(const uq__target_info *info);
+
+/* 1 when uqjit has a warpgroup (UQ_VARIANT_WARPGROUP, wgmma) decode layer
+ * for the target: NVIDIA sm_90a only (wgmma exists only in the
+ * arch-specific sm_90a target, and neither in plain sm_90 nor in later
+ * architectures). */
+int uq__target_warpgroup_layer(const uq__target_info *info);
 
 /* Threads per block of the kernels generated for a target and variant (the
  * launch contract shared by the plan, the templates and the launcher):

@@ -164,10 +164,12 @@ typedef enum {
 
 #define UQ_TARGET_MAX 48
 
-/* The target layer inside the decode kernel. */
+/* The target layer inside the decode kernel. A key's name spells it as
+ * v0 / v1 / v2; uq_plan_make says which one a plan gets. */
 typedef enum {
   UQ_VARIANT_PORTABLE = 0, /* scalar FMA: correct on any GPU */
-  UQ_VARIANT_MATRIX = 1    /* the target's matrix units (where uqjit has a layer) */
+  UQ_VARIANT_MATRIX = 1,   /* the target's matrix units (where uqjit has a layer) */
+  UQ_VARIANT_WARPGROUP = 2 /* Hopper warpgroup matrix layer (wgmma): NVIDIA sm_90a only */
 } uq_kernel_variant;
 
 /* A kernel specialization key: byte-reproducible (memset then fill), so it
@@ -184,11 +186,11 @@ typedef struct uq_key {
   int32_t padded_slot;
   int32_t fuse_qrot;
   int32_t tile_groups_per_partition;
-  int32_t variant;               /* uq_kernel_variant: which target layer */
+  int32_t variant;               /* uq_kernel_variant: which target layer (0, 1, 2) */
   int64_t scale_e8;              /* round(scale, 8) as llround(scale * 1e8) */
   int64_t stride_q_seq;
   int64_t stride_q_head;
-  char target[UQ_TARGET_MAX];    /* canonical target, e.g. "gfx950", "sm_90" */
+  char target[UQ_TARGET_MAX];    /* canonical target, e.g. "gfx950", "sm_90a" */
 } uq_key;
 
 /* Readable name spelling out every field, e.g.
@@ -229,11 +231,19 @@ typedef struct uq_plan {
   uq_key kernels[UQ_PLAN_MAX_KERNELS];
 } uq_plan;
 
-/* Plans a decode of `shape` for `target` (e.g. "gfx950", "sm_90"; NULL =
- * "gfx950"). The decode kernel's variant is UQ_VARIANT_MATRIX on NVIDIA
- * sm_90 and newer unless UQJIT_VARIANT=portable (read at every call), and
- * UQ_VARIANT_PORTABLE on every other target. An ineligible shape is not an
- * error: returns 0 with plan->eligible = 0 and the reason. UQ_EINVAL /
+/* Plans a decode of `shape` for `target` (e.g. "gfx950", "sm_90a"; NULL =
+ * "gfx950"). The decode kernel's variant is the best layer the target has:
+ * UQ_VARIANT_WARPGROUP on NVIDIA sm_90a (the arch-specific Hopper target a
+ * compute capability 9.0 device reports), UQ_VARIANT_MATRIX on other NVIDIA
+ * sm_90 and newer targets (plain sm_90, sm_100a, ...), UQ_VARIANT_PORTABLE
+ * on every other target. UQJIT_VARIANT (read at every call) asks for a
+ * lower one: "portable" always gets UQ_VARIANT_PORTABLE, "matrix" gets
+ * UQ_VARIANT_MATRIX where the target has that layer, "warpgroup" is the
+ * default spelled out; a layer the target lacks is never chosen. The
+ * reduce and prologue keys carry the decode key's variant (so the layers'
+ * kernels stay apart in one cache) but behave the same for every variant.
+ * An ineligible shape is not an error: returns 0 with plan->eligible = 0
+ * and the reason. UQ_EINVAL /
  * UQ_EOVERFLOW for malformed shapes (non-positive sizes, Hq % Hk != 0,
  * a bad padded_slot, dtype or scale, overflowing sizes) or an unknown
  * target. */

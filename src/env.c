@@ -45,7 +45,7 @@ const char *uq__env_get(uq__env_var var) {
     ok = one_of(v, "clang", "hiprtc");
     break;
   case UQ__ENV_VARIANT:
-    ok = one_of(v, "portable", "matrix");
+    ok = one_of(v, "portable", "matrix") || strcmp(v, "warpgroup") == 0;
     break;
   case UQ__ENV_CACHE_DIR:
   case UQ__ENV_XDG_CACHE_HOME:

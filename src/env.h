@@ -12,7 +12,7 @@ typedef enum {
   UQ__ENV_HOME,          /* HOME */
   UQ__ENV_CLANG,         /* UQJIT_CLANG: offline clang executable */
   UQ__ENV_AMD_COMPILER,  /* UQJIT_AMD_COMPILER: clang | hiprtc */
-  UQ__ENV_VARIANT,       /* UQJIT_VARIANT: portable | matrix */
+  UQ__ENV_VARIANT,       /* UQJIT_VARIANT: portable | matrix | warpgroup */
   UQ__ENV_NVRTC_LIB,     /* UQJIT_NVRTC_LIB: path or soname of libnvrtc */
   UQ__ENV_CUDA_LIB,      /* UQJIT_CUDA_LIB: libcuda */
   UQ__ENV_HIP_LIB,       /* UQJIT_HIP_LIB: libamdhip64 */

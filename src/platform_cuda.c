@@ -190,7 +190,15 @@ static int cuda_device_arch(uq__pdev *dev, char *buf, size_t n) {
   CHECK(api.p_cuDeviceGetAttribute(
             &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev->device),
         "cuDeviceGetAttribute");
-  snprintf(buf, n, "sm_%d%d", major, minor);
+  /* A compute capability 9.0 device is named by its arch-specific target
+   * sm_90a: every CC 9.0 part (H100, H200, GH200) has the wgmma and setmaxnreg
+   * instructions that only sm_90a code may use, and an sm_90a cubin runs on
+   * CC 9.0 alone, which is exactly this device. The planner then picks the
+   * warpgroup layer; plain sm_90 stays a valid target to ask for by name. */
+  if (major == 9 && minor == 0)
+    snprintf(buf, n, "sm_90a");
+  else
+    snprintf(buf, n, "sm_%d%d", major, minor);
   return 0;
 }
 

@@ -76,6 +76,40 @@ static void plan_json_lists_prologue_when_not_fused(void **state) {
   result_free(&r);
 }
 
+/* sm_90a (what an H100/H200 reports) plans the warpgroup layer (v2) by
+ * default; UQJIT_VARIANT=matrix asks for v1 there. The partitions are the
+ * same for every layer. */
+static void plan_on_sm90a_names_the_warpgroup_layer(void **state) {
+  (void)state;
+  unsetenv("UQJIT_VARIANT");
+  result r = RUN("plan", SHAPE_4x8x1, "--target", "sm90a", "--json");
+  if (r.code != 0)
+    fail_msg("exit %d, stderr: %s", r.code, r.err);
+  assert_string_equal(r.err, "");
+  assert_json(r.out);
+  assert_int_equal(json_bool(r.out, "eligible"), 1);
+  assert_int_equal(json_int(r.out, "num_partitions"), 16);
+  assert_int_equal(json_int(r.out, "block_threads"), 128);
+  assert_true(!strncmp(json_field(r.out, "target"), "\"sm_90a\"", 8));
+  assert_non_null(strstr(
+      r.out, "\"name\": \"uq_decode_sm_90a_bf16_v2_d256_hk1_p16_mb64_s0."
+             "06250000_qg8_bs32_ps272_fq1_t1_sq2048_sh256\""));
+  assert_non_null(
+      strstr(r.out, "\"name\": \"uq_reduce_sm_90a_bf16_v2_d256_hk1_p16_qg8\""));
+  result_free(&r);
+
+  setenv("UQJIT_VARIANT", "matrix", 1);
+  r = RUN("plan", SHAPE_4x8x1, "--target", "sm_90a");
+  unsetenv("UQJIT_VARIANT");
+  if (r.code != 0)
+    fail_msg("exit %d, stderr: %s", r.code, r.err);
+  assert_non_null(strstr(r.out, "partitions (P):    16"));
+  assert_non_null(strstr(r.out, "uq_decode_sm_90a_bf16_v1_d256_hk1_p16_mb64"));
+  assert_non_null(strstr(r.out, "uq_reduce_sm_90a_bf16_v1_d256_hk1_p16_qg8"));
+  assert_null(strstr(r.out, "_v2_"));
+  result_free(&r);
+}
+
 static void plan_text_summarises_the_plan(void **state) {
   (void)state;
   result r = RUN("plan", SHAPE_4x8x1);
@@ -224,6 +258,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(plan_json_reports_sixteen_partitions_one_tile_group),
       cmocka_unit_test(plan_json_lists_prologue_when_not_fused),
+      cmocka_unit_test(plan_on_sm90a_names_the_warpgroup_layer),
       cmocka_unit_test(plan_text_summarises_the_plan),
       cmocka_unit_test(plan_ineligible_shape_exits_zero_with_reason),
       cmocka_unit_test(plan_malformed_flags_exit_two),

@@ -1,8 +1,10 @@
 /* Every kernel kind compiles for every target family with the compiler
- * uqjit would use (NVRTC for sm_90, offline clang for gfx950/gfx942,
- * hipRTC for gfx90a), over a matrix that covers each GQA factor with each
- * block size (fusion and the (P, TGPP) pair alternating), plus the reduce,
- * prologue and store kernels. gfx950 objects must use no scratch. Targets
+ * uqjit would use (NVRTC for sm_90 and sm_90a, offline clang for
+ * gfx950/gfx942, hipRTC for gfx90a), over a matrix that covers each GQA
+ * factor with each block size (fusion and the (P, TGPP) pair alternating),
+ * plus the reduce, prologue and store kernels; sm_90 also with the matrix
+ * layer, sm_90a with a smaller set of warpgroup-layer keys. gfx950 objects
+ * must use no scratch. Targets
  * whose compiler is missing are reported and left out; with none at all
  * the program exits 77 (SKIP). Two worker threads: the machine is small. */
 #include <setjmp.h>
@@ -160,6 +162,40 @@ static void add_matrix_variants(const char *target, const uq__compiler *cc) {
   }
 }
 
+/* The sm_90a warpgroup layer (variant WARPGROUP): each GQA factor with a
+ * small, a middle and the largest block size, fusion alternating, bf16 and
+ * fp16, one padded slot that is not a multiple of 16, and the plan's
+ * reduce and prologue kernels, which carry the variant too. */
+static void add_warpgroup_variants(const uq__compiler *cc) {
+  static const int qgs[3] = {6, 8, 16};
+  static const int bss[3] = {16, 64, 256};
+  int n = 0;
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++, n++) {
+      size_t at = njobs;
+      add_decode("sm_90a", cc, qgs[a], bss[b], n % 2, n % 4 == 3 ? 4 : 16,
+                 n % 4 == 3 ? 2 : 1,
+                 n % 3 == 2 ? UQ_DTYPE_FP16 : UQ_DTYPE_BF16);
+      jobs[at].key.variant = UQ_VARIANT_WARPGROUP;
+    }
+  uq_key k = jobs[njobs - 1].key; /* qg 16, block size 256 */
+  k.kv_block_size = 16;
+  k.max_blocks_per_seq = 2048 / 16;
+  k.padded_slot = 276;
+  add(&k, cc);
+  base_key(&k, UQ_KERNEL_REDUCE, "sm_90a");
+  k.variant = UQ_VARIANT_WARPGROUP;
+  k.num_kv_heads = 2;
+  k.num_partitions = 16;
+  k.query_group_size = 8;
+  add(&k, cc);
+  base_key(&k, UQ_KERNEL_PROLOGUE, "sm_90a");
+  k.variant = UQ_VARIANT_WARPGROUP;
+  k.num_kv_heads = 2;
+  k.query_group_size = 16;
+  add(&k, cc);
+}
+
 static void run_job(job *j) {
   uq__buf src;
   uq__buf_init(&src);
@@ -287,6 +323,13 @@ int main(void) {
     build_matrix(targets[t].target, cc, targets[t].full);
     if (strncmp(targets[t].target, "sm_", 3) == 0)
       add_matrix_variants(targets[t].target, cc);
+  }
+  const uq__compiler *nv = NULL;
+  if (uq__compiler_for_target("sm_90a", &nv) == 0) {
+    usable++;
+    add_warpgroup_variants(nv);
+  } else {
+    printf("skipping sm_90a: %s\n", uq_last_error());
   }
   if (usable == 0) {
     printf("no compiler found for any target\n");

@@ -188,12 +188,23 @@ int main(void) {
       cmocka_unit_test(decode_matches_reference_across_gqa_and_block_sizes),
   };
   /* Every case runs on each layer the device's target has: the default
-   * (the matrix layer on sm_90 and newer) and UQJIT_VARIANT=portable.
-   * UQ_TEST_VARIANT=default|portable runs one of them only. */
-  static const char *const variants[] = {NULL, "portable"};
+   * (the warpgroup layer on sm_90a, i.e. an H100/H200; the matrix layer on
+   * other NVIDIA targets from sm_90 on), UQJIT_VARIANT=matrix and
+   * UQJIT_VARIANT=portable. A layer the target lacks falls back to a lower
+   * one (the plan says which: printed per run).
+   * UQ_TEST_VARIANT=default|matrix|portable runs one of them only. */
+  static const char *const variants[] = {NULL, "matrix", "portable"};
+  const int nvariants = (int)(sizeof variants / sizeof variants[0]);
   const char *only = getenv("UQ_TEST_VARIANT");
+  if (only != NULL && strcmp(only, "default") != 0 &&
+      strcmp(only, "matrix") != 0 && strcmp(only, "portable") != 0) {
+    fprintf(stderr, "UQ_TEST_VARIANT=%s: expected default, matrix or "
+                    "portable\n", only);
+    uq_context_destroy(ctx);
+    return 1;
+  }
   int failed = 0;
-  for (int v = 0; v < 2; v++) {
+  for (int v = 0; v < nvariants; v++) {
     const char *name = variants[v] ? variants[v] : "default";
     if (only != NULL && strcmp(only, name) != 0)
       continue;
@@ -201,8 +212,26 @@ int main(void) {
       setenv("UQJIT_VARIANT", variants[v], 1);
     else
       unsetenv("UQJIT_VARIANT");
-    printf("== variant: %s\n", name);
-    failed += cmocka_run_group_tests_name(name, tests, NULL, NULL);
+    uq_shape probe;
+    uq_shape_init(&probe);
+    probe.batch = 1;
+    probe.num_q_heads = 16;
+    probe.num_kv_heads = 1;
+    probe.head_dim = 256;
+    probe.block_size = 16;
+    probe.max_blocks_per_seq = 16;
+    uq_plan plan;
+    int layer = uq_plan_make(&probe, uq_context_target(ctx), &plan) == 0
+                    ? (int)plan.kernels[0].variant
+                    : -1;
+    printf("== variant: %s (%s plans v%d)\n", name, uq_context_target(ctx),
+           layer);
+    int rc = cmocka_run_group_tests_name(name, tests, NULL, NULL);
+    /* One stdout line per variant, for tools/gpu-bench.sh to tell which
+     * layer failed (cmocka splits its report over stdout and stderr). */
+    printf("== variant %s: %s\n", name, rc ? "FAILED" : "passed");
+    fflush(stdout);
+    failed += rc;
   }
   unsetenv("UQJIT_VARIANT");
   uq_stats s;

@@ -116,6 +116,15 @@ static void key_names_spell_every_field(void **state) {
   strcpy(k.target, "sm_90");
   expect_name(&k, "uq_decode_sm_90_bf16_v0_d256_hk1_p16_mb64_s1234.56789012_"
                   "qg8_bs32_ps288_fq1_t1_sq6144_sh256");
+  k = example_decode();
+  strcpy(k.target, "sm_90a");
+  k.variant = UQ_VARIANT_WARPGROUP;
+  expect_name(&k, "uq_decode_sm_90a_bf16_v2_d256_hk1_p16_mb64_s0.06250000_"
+                  "qg8_bs32_ps272_fq1_t1_sq2048_sh256");
+  k = example_prologue();
+  strcpy(k.target, "sm_90a");
+  k.variant = UQ_VARIANT_WARPGROUP;
+  expect_name(&k, "uq_prologue_sm_90a_bf16_v2_d256_hk1_qg8");
 }
 
 static void key_name_reports_needed_length(void **state) {
@@ -151,9 +160,11 @@ static void round_trip(const uq_key *k) {
 
 static void key_round_trips_for_every_kind(void **state) {
   (void)state;
+  /* sm_90a plans the warpgroup layer (v2), sm_90 and sm_100a the matrix
+   * layer (v1), the AMD targets the portable one (v0). */
   static const char *targets[] = {"gfx950", "gfx942:sramecc+:xnack-",
                                   "gfx90a:xnack+", "gfx1100", "sm_90",
-                                  "sm_100a"};
+                                  "sm_100a", "sm_90a"};
   static const int shapes[][6] = {
       /* B, Hq, Hk, block size, max blocks, splits */
       {4, 8, 1, 32, 64, 0},     {1, 16, 1, 16, 1, 0},
@@ -222,7 +233,35 @@ static void key_round_trips_for_every_kind(void **state) {
   k.query_group_size = 3;
   k.variant = UQ_VARIANT_MATRIX;
   round_trip(&k);
+  k.variant = UQ_VARIANT_WARPGROUP;
+  round_trip(&k);
+  k = example_reduce();
+  k.variant = UQ_VARIANT_WARPGROUP;
+  round_trip(&k);
   assert_true(keys > 1000);
+}
+
+/* A name parses to the variant its v field spells, 2 included, and a
+ * variant past the last layer is refused. */
+static void key_parse_reads_every_variant(void **state) {
+  (void)state;
+  static const char *const names[] = {
+      "uq_reduce_sm_90a_bf16_v0_d256_hk1_p16_qg8",
+      "uq_reduce_sm_90a_bf16_v1_d256_hk1_p16_qg8",
+      "uq_reduce_sm_90a_bf16_v2_d256_hk1_p16_qg8",
+  };
+  for (int v = 0; v < 3; v++) {
+    uq_key k;
+    if (uq_key_parse(names[v], &k) != 0)
+      fail_msg("'%s' does not parse: %s", names[v], uq_last_error());
+    assert_int_equal(k.variant, v);
+    assert_int_equal(k.kind, UQ_KERNEL_REDUCE);
+    assert_string_equal(k.target, "sm_90a");
+  }
+  uq_key k;
+  assert_int_equal(uq_key_parse("uq_reduce_sm_90a_bf16_v3_d256_hk1_p16_qg8", &k),
+                   UQ_EINVAL);
+  assert_non_null(strstr(uq_last_error(), "variant 3"));
 }
 
 static void expect_parse_refused(const char *name) {
@@ -304,7 +343,7 @@ static void key_parse_refuses_malformed_names(void **state) {
       "uq_store__bf16_d256_hk1_ps272",
       "uq_store_sm__bf16_d256_hk1_ps272",
       /* syntactically fine, but not a valid key */
-      "uq_reduce_gfx950_bf16_v2_d256_hk1_p16_qg8",
+      "uq_reduce_gfx950_bf16_v3_d256_hk1_p16_qg8",
       "uq_reduce_gfx950_bf16_v0_d256_hk1_p12_qg8",
       "uq_reduce_gfx950_bf16_v0_d256_hk0_p16_qg8",
       "uq_store_gfx950_bf16_d256_hk1_ps270",
@@ -344,7 +383,8 @@ static void key_validate_refuses_bad_keys(void **state) {
   BAD(dtype, 0);
   BAD(dtype, UQ_DTYPE_FP32);
   BAD(dtype, 7);
-  BAD(variant, 2);
+  BAD(variant, 3);
+  BAD(variant, 100);
   BAD(variant, -1);
   BAD(head_dim, 16);
   BAD(head_dim, 100);
@@ -418,6 +458,18 @@ static void key_validate_refuses_bad_keys(void **state) {
   assert_int_equal(uq_key_validate(&k), 0);
   k.variant = UQ_VARIANT_MATRIX;
   expect_invalid(&k, "store with a variant");
+  k.variant = UQ_VARIANT_WARPGROUP;
+  expect_invalid(&k, "store with the warpgroup variant");
+  /* Every layer is a valid key on any target: whether the target has the
+   * layer is the generator's question, not the key's. */
+  for (int v = UQ_VARIANT_PORTABLE; v <= UQ_VARIANT_WARPGROUP; v++) {
+    k = example_decode();
+    k.variant = v;
+    assert_int_equal(uq_key_validate(&k), 0);
+    k = example_reduce();
+    k.variant = v;
+    assert_int_equal(uq_key_validate(&k), 0);
+  }
   k = example_store();
   k.query_group_size = 8;
   expect_invalid(&k, "store with a group size");
@@ -512,6 +564,39 @@ static void target_spellings_canonicalise(void **state) {
   assert_string_equal(info.arch_name, "sm_90a");
 }
 
+/* wgmma exists only in the arch-specific sm_90a target: the warpgroup
+ * layer is there and nowhere else; the matrix layer is on every NVIDIA
+ * target from sm_90 on. Threads per block: 128 for either layer. */
+static void target_layers_follow_the_architecture(void **state) {
+  (void)state;
+  static const struct {
+    const char *target;
+    int matrix, warpgroup;
+  } cases[] = {
+      {"sm_90a", 1, 1}, {"SM90A", 1, 1}, {"sm_90", 1, 0},
+      {"sm_100a", 1, 0}, {"sm_100", 1, 0}, {"sm_120a", 1, 0},
+      {"sm_89", 0, 0},  {"sm_80", 0, 0},  {"gfx950", 0, 0},
+      {"gfx942", 0, 0}, {"gfx90a", 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char out[UQ_TARGET_MAX];
+    uq__target_info info;
+    assert_int_equal(uq__target_parse(cases[i].target, out, sizeof out, &info),
+                     0);
+    if (uq__target_matrix_layer(&info) != cases[i].matrix ||
+        uq__target_warpgroup_layer(&info) != cases[i].warpgroup)
+      fail_msg("%s: matrix %d warpgroup %d, expected %d %d", cases[i].target,
+               uq__target_matrix_layer(&info),
+               uq__target_warpgroup_layer(&info), cases[i].matrix,
+               cases[i].warpgroup);
+    unsigned want = info.family == UQ__TARGET_NVIDIA ? 128u : 64u;
+    for (int v = UQ_VARIANT_PORTABLE; v <= UQ_VARIANT_WARPGROUP; v++)
+      assert_int_equal(uq__target_block_threads(&info, v), want);
+  }
+  assert_int_equal(uq__target_warpgroup_layer(NULL), 0);
+  assert_int_equal(uq__target_block_threads(NULL, UQ_VARIANT_WARPGROUP), 0);
+}
+
 static void target_refuses_bad_spellings(void **state) {
   (void)state;
   static const char *bad[] = {
@@ -546,9 +631,11 @@ int main(void) {
       cmocka_unit_test(key_name_reports_needed_length),
       cmocka_unit_test(key_round_trips_for_every_kind),
       cmocka_unit_test(key_parse_refuses_malformed_names),
+      cmocka_unit_test(key_parse_reads_every_variant),
       cmocka_unit_test(key_validate_refuses_bad_keys),
       cmocka_unit_test(key_bytes_are_reproducible),
       cmocka_unit_test(target_spellings_canonicalise),
+      cmocka_unit_test(target_layers_follow_the_architecture),
       cmocka_unit_test(target_refuses_bad_spellings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,8 @@
  * and V permutations included) against
  * an independent model of the PTX fragment layouts of mma.m16n8k16 (16-bit
  * types) and ldmatrix (plain and .trans). Also: emission picks the layer for matrix
- * keys on sm_90 and refuses the variant where there is no layer. */
+ * keys on sm_90, and the warpgroup layer (after these maps) for warpgroup
+ * keys on sm_90a, and refuses either variant where there is no layer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -433,6 +435,148 @@ static void emit_refuses_matrix_keys_without_a_layer(void **st) {
   uq__buf_free(&b);
 }
 
+/* Position of a template's banner in the source of k; -1 when absent. */
+static long part_at(const uq_key *k, const char *part) {
+  uq__buf b;
+  uq__buf_init(&b);
+  assert_int_equal(uq__gen_source(k, UQ__ROUTE_NVRTC, &b), 0);
+  char needle[96];
+  snprintf(needle, sizeof needle, "/* ---- %s ---- */", part);
+  const char *at = memmem(b.data, b.len, needle, strlen(needle));
+  long pos = at ? (long)(at - b.data) : -1;
+  uq__buf_free(&b);
+  return pos;
+}
+
+/* The warpgroup layer (v2, sm_90a) is the matrix layer's maps, then its
+ * own maps, then its kernel, after the shared numerics; the matrix and
+ * portable keys of the same target do not include it. */
+static void emit_uses_the_warpgroup_layer_only_for_warpgroup_keys(void **st) {
+  (void)st;
+  uq_key w = decode_key("sm_90a", UQ_VARIANT_WARPGROUP);
+  long numerics = part_at(&w, "numerics.hip");
+  long maps = part_at(&w, "mma_sm90_maps.hip");
+  long wg_maps = part_at(&w, "wgmma_sm90_maps.hip");
+  long kernel = part_at(&w, "decode_wgmma_sm90.hip");
+  assert_true(part_at(&w, "prelude_nvrtc.hip") >= 0);
+  assert_true(part_at(&w, "uq_abi.h") >= 0);
+  assert_true(numerics >= 0);
+  assert_true(maps > numerics);
+  assert_true(wg_maps > maps);
+  assert_true(kernel > wg_maps);
+  assert_true(part_at(&w, "decode_mma_sm90.hip") < 0);
+  assert_true(part_at(&w, "decode.hip") < 0);
+  assert_true(source_has(&w, UQ__ROUTE_NVRTC, "constexpr int UQ_VARIANT = 2;"));
+  assert_int_equal(uq__gen_block_threads(&w), 128);
+
+  uq_key m = decode_key("sm_90a", UQ_VARIANT_MATRIX);
+  uq_key p = decode_key("sm_90a", UQ_VARIANT_PORTABLE);
+  assert_true(part_at(&m, "decode_mma_sm90.hip") >= 0);
+  assert_true(part_at(&m, "wgmma_sm90_maps.hip") < 0);
+  assert_true(part_at(&m, "decode_wgmma_sm90.hip") < 0);
+  assert_true(part_at(&p, "decode.hip") >= 0);
+  assert_true(part_at(&p, "decode_wgmma_sm90.hip") < 0);
+}
+
+/* Everything but the decode kernel is the same for v1 and v2: the reduce
+ * and prologue sources differ only in the lines that spell the variant
+ * (the name, the symbol and the UQ_VARIANT constant). */
+static void emit_shares_reduce_and_prologue_between_fast_layers(void **st) {
+  (void)st;
+  static const uint32_t kinds[] = {UQ_KERNEL_REDUCE, UQ_KERNEL_PROLOGUE};
+  for (int i = 0; i < 2; i++) {
+    uq__buf src[2];
+    for (int v = 0; v < 2; v++) {
+      uq_key k = decode_key("sm_90a", v ? UQ_VARIANT_WARPGROUP
+                                        : UQ_VARIANT_MATRIX);
+      k.kind = kinds[i];
+      k.max_blocks_per_seq = 0;
+      k.kv_block_size = 0;
+      k.padded_slot = 0;
+      k.fuse_qrot = 0;
+      k.tile_groups_per_partition = 0;
+      k.scale_e8 = 0;
+      k.stride_q_head = 0;
+      k.stride_q_seq = 0;
+      if (kinds[i] == UQ_KERNEL_PROLOGUE)
+        k.num_partitions = 0;
+      uq__buf_init(&src[v]);
+      assert_int_equal(uq__gen_source(&k, UQ__ROUTE_NVRTC, &src[v]), 0);
+      uq__buf_puts(&src[v], "");
+    }
+    /* Line by line: any line mentioning the variant is v1 in one and v2
+     * in the other; every other line is equal. */
+    assert_true(src[0].status == 0 && src[1].status == 0);
+    char *save0 = NULL, *save1 = NULL;
+    char *l0 = strtok_r(src[0].data, "\n", &save0);
+    char *l1 = strtok_r(src[1].data, "\n", &save1);
+    int lines = 0, differing = 0;
+    for (; l0 != NULL && l1 != NULL; lines++) {
+      if (strcmp(l0, l1) != 0) {
+        differing++;
+        int spells = (strstr(l0, "_v1_") && strstr(l1, "_v2_")) ||
+                     (strstr(l0, "UQ_VARIANT = 1;") &&
+                      strstr(l1, "UQ_VARIANT = 2;"));
+        if (!spells)
+          fail_msg("kind %u differs beyond the variant:\n%s\n%s",
+                   (unsigned)kinds[i], l0, l1);
+      }
+      l0 = strtok_r(NULL, "\n", &save0);
+      l1 = strtok_r(NULL, "\n", &save1);
+    }
+    assert_null(l0);
+    assert_null(l1);
+    assert_true(lines > 20);
+    assert_int_equal(differing, 3); /* header name, UQ_VARIANT, symbol */
+    uq__buf_free(&src[0]);
+    uq__buf_free(&src[1]);
+  }
+}
+
+static void emit_refuses_warpgroup_keys_without_a_layer(void **st) {
+  (void)st;
+  static const struct {
+    const char *target;
+    uq__route route;
+  } no_layer[] = {{"sm_90", UQ__ROUTE_NVRTC},
+                  {"sm_100a", UQ__ROUTE_NVRTC},
+                  {"sm_80", UQ__ROUTE_NVRTC},
+                  {"gfx950", UQ__ROUTE_CLANG}};
+  uq__buf b;
+  for (size_t i = 0; i < sizeof no_layer / sizeof *no_layer; i++) {
+    uq_key k = decode_key(no_layer[i].target, UQ_VARIANT_WARPGROUP);
+    uq__buf_init(&b);
+    assert_int_equal(uq__gen_source(&k, no_layer[i].route, &b), UQ_EINVAL);
+    assert_non_null(strstr(uq_last_error(), "no warpgroup decode layer"));
+    assert_int_equal(b.len, 0);
+    uq__buf_free(&b);
+    /* The plan's other kernels are refused there as well. */
+    k.kind = UQ_KERNEL_PROLOGUE;
+    k.num_partitions = k.max_blocks_per_seq = k.kv_block_size = 0;
+    k.padded_slot = k.fuse_qrot = k.tile_groups_per_partition = 0;
+    k.scale_e8 = k.stride_q_head = k.stride_q_seq = 0;
+    uq__buf_init(&b);
+    assert_int_equal(uq__gen_source(&k, no_layer[i].route, &b), UQ_EINVAL);
+    uq__buf_free(&b);
+  }
+  /* The layer's shape limits are the matrix layer's. */
+  uq_key k = decode_key("sm_90a", UQ_VARIANT_WARPGROUP);
+  k.head_dim = 128;
+  k.stride_q_head = 128;
+  k.stride_q_seq = 16 * 128;
+  k.padded_slot = 136;
+  uq__buf_init(&b);
+  assert_int_equal(uq__gen_source(&k, UQ__ROUTE_NVRTC, &b), UQ_EINVAL);
+  assert_non_null(strstr(uq_last_error(), "warpgroup decode layer needs"));
+  uq__buf_free(&b);
+  k = decode_key("sm_90a", UQ_VARIANT_WARPGROUP);
+  k.query_group_size = 32;
+  k.stride_q_seq = 32 * 256;
+  uq__buf_init(&b);
+  assert_int_equal(uq__gen_source(&k, UQ__ROUTE_NVRTC, &b), UQ_EINVAL);
+  uq__buf_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fp4x8_to_f16_is_exact_up_to_the_k_unscale),
@@ -442,6 +586,9 @@ int main(void) {
       cmocka_unit_test(pv_maps_give_p_times_the_decoded_v_per_warp),
       cmocka_unit_test(emit_uses_the_matrix_layer_only_for_matrix_keys),
       cmocka_unit_test(emit_refuses_matrix_keys_without_a_layer),
+      cmocka_unit_test(emit_uses_the_warpgroup_layer_only_for_warpgroup_keys),
+      cmocka_unit_test(emit_shares_reduce_and_prologue_between_fast_layers),
+      cmocka_unit_test(emit_refuses_warpgroup_keys_without_a_layer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

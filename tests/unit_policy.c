@@ -542,10 +542,13 @@ static void policy_resolves_defaults_and_targets(void **state) {
   assert_int_equal(plan.block_threads, 128);
 }
 
-/* sm_90 and newer have the matrix layer: it is the default there, and
- * UQJIT_VARIANT=portable (only that value) selects the portable one. AMD
- * targets have no matrix layer yet: portable whatever is asked. */
-static void policy_picks_matrix_on_sm90_unless_portable_is_asked(void **state) {
+/* The default is the best layer the target has: the warpgroup layer on
+ * sm_90a only, the matrix layer on the other NVIDIA targets from sm_90 on,
+ * the portable layer elsewhere. UQJIT_VARIANT=matrix / portable ask for a
+ * lower layer, =warpgroup is the default spelled out, and a layer the
+ * target lacks is never chosen; an invalid value is ignored. */
+static void policy_picks_the_best_layer_unless_a_lower_one_is_asked(
+    void **state) {
   (void)state;
   uq_shape s = make_shape(4, 8, 1, 32, 64, 0);
   uq_plan plan;
@@ -553,15 +556,28 @@ static void policy_picks_matrix_on_sm90_unless_portable_is_asked(void **state) {
     const char *target, *env;
     int want;
   } cases[] = {
+      {"sm_90a", NULL, UQ_VARIANT_WARPGROUP},
+      {"SM90A", NULL, UQ_VARIANT_WARPGROUP},
+      {"sm_90a", "warpgroup", UQ_VARIANT_WARPGROUP},
+      {"sm_90a", "matrix", UQ_VARIANT_MATRIX},
+      {"sm_90a", "portable", UQ_VARIANT_PORTABLE},
+      {"sm_90a", "bogus", UQ_VARIANT_WARPGROUP},
+      {"sm_90a", "WARPGROUP", UQ_VARIANT_WARPGROUP}, /* invalid: ignored */
       {"sm_90", NULL, UQ_VARIANT_MATRIX},
+      {"sm_90", "warpgroup", UQ_VARIANT_MATRIX},
       {"sm_90", "matrix", UQ_VARIANT_MATRIX},
       {"sm_90", "portable", UQ_VARIANT_PORTABLE},
       {"sm_90", "bogus", UQ_VARIANT_MATRIX},
-      {"sm_90a", NULL, UQ_VARIANT_MATRIX},
       {"sm_100", NULL, UQ_VARIANT_MATRIX},
+      {"sm_100a", NULL, UQ_VARIANT_MATRIX},
+      {"sm_100a", "warpgroup", UQ_VARIANT_MATRIX},
       {"sm_80", NULL, UQ_VARIANT_PORTABLE},
       {"sm_80", "matrix", UQ_VARIANT_PORTABLE},
+      {"sm_80", "warpgroup", UQ_VARIANT_PORTABLE},
+      {"gfx950", NULL, UQ_VARIANT_PORTABLE},
       {"gfx950", "matrix", UQ_VARIANT_PORTABLE},
+      {"gfx950", "warpgroup", UQ_VARIANT_PORTABLE},
+      {"gfx950", "portable", UQ_VARIANT_PORTABLE},
       {"gfx942", NULL, UQ_VARIANT_PORTABLE},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -571,11 +587,38 @@ static void policy_picks_matrix_on_sm90_unless_portable_is_asked(void **state) {
       unsetenv("UQJIT_VARIANT");
     assert_int_equal(uq_plan_make(&s, cases[i].target, &plan), 0);
     for (int k = 0; k < plan.num_kernels; k++)
-      assert_int_equal(plan.kernels[k].variant, cases[i].want);
-    /* Both NVIDIA layers are four warps, AMD ones one wave64. */
-    assert_int_equal(plan.block_threads, cases[i].target[0] == 's' ? 128 : 64);
+      if (plan.kernels[k].variant != cases[i].want)
+        fail_msg("%s with UQJIT_VARIANT=%s: kernel %d has variant %d, not %d",
+                 cases[i].target, cases[i].env ? cases[i].env : "(unset)", k,
+                 (int)plan.kernels[k].variant, cases[i].want);
+    /* Every NVIDIA layer is four warps, AMD ones one wave64. */
+    assert_int_equal(plan.block_threads, cases[i].target[0] != 'g' ? 128 : 64);
   }
   unsetenv("UQJIT_VARIANT");
+}
+
+/* The layers share one launch contract: on sm_90a a plan differs between
+ * variants only in the keys' variant field. */
+static void policy_layers_share_the_launch_contract(void **state) {
+  (void)state;
+  static const char *const envs[] = {"warpgroup", "matrix", "portable"};
+  uq_shape s = make_shape(3, 48, 3, 64, 200, 0);
+  s.q_stride_head = 512; /* padded head rows: not fused, a prologue too */
+  s.q_stride_seq = 48 * 512;
+  uq_plan plans[3];
+  for (int i = 0; i < 3; i++) {
+    setenv("UQJIT_VARIANT", envs[i], 1);
+    assert_int_equal(uq_plan_make(&s, "sm_90a", &plans[i]), 0);
+    assert_true(plans[i].eligible);
+    assert_int_equal(plans[i].num_kernels, 3);
+    for (int k = 0; k < 3; k++) {
+      assert_int_equal(plans[i].kernels[k].variant, 2 - i);
+      plans[i].kernels[k].variant = 0;
+    }
+  }
+  unsetenv("UQJIT_VARIANT");
+  assert_memory_equal(&plans[0], &plans[1], sizeof plans[0]);
+  assert_memory_equal(&plans[0], &plans[2], sizeof plans[0]);
 }
 
 static void plan_reads_only_shape_fields(void **state) {
@@ -656,7 +699,8 @@ int main(void) {
       cmocka_unit_test(policy_keys_match_hand_built_keys),
       cmocka_unit_test(policy_rounds_scale_to_eight_decimals),
       cmocka_unit_test(policy_resolves_defaults_and_targets),
-      cmocka_unit_test(policy_picks_matrix_on_sm90_unless_portable_is_asked),
+      cmocka_unit_test(policy_picks_the_best_layer_unless_a_lower_one_is_asked),
+      cmocka_unit_test(policy_layers_share_the_launch_contract),
       cmocka_unit_test(plan_reads_only_shape_fields),
       cmocka_unit_test(store_key_is_built_and_checked),
   };

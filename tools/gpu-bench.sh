@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# One device call: correctness of both decode variants, then timings of the
-# sm_90 matrix layer against the portable layer and against PyTorch SDPA,
-# all inside ~540 s (the device tool's command limit is 600 s).
+# One device call: correctness of the three decode variants, then timings
+# of the sm_90a warpgroup layer (the default on an H100/H200) against the
+# sm_90 matrix layer, the portable layer and PyTorch SDPA, all inside
+# ~540 s (the device tool's command limit is 600 s).
 #
 #   (a) tools/gpu-check.sh with UQ_GPU_SUITES=gpu (builds build-gpu; the gpu
-#       suite runs every decode case with both variants against the double
+#       suite runs every decode case with each variant -- default, i.e.
+#       warpgroup, then matrix, then portable -- against the double
 #       reference)
-#   (b) uqjit bench, UQJIT_VARIANT=matrix then portable, on
-#       B=16 seq 128k,4k 1:16 | B=4 seq 2k 1:16,2:8 | B=64 seq 16k 1:16,
-#       then a subset of the default sweep while time is left; the overhead
-#       section once
+#   (b) uqjit bench, UQJIT_VARIANT=warpgroup, matrix, then portable, on
+#       B=16 seq 128k,4k 1:16 | B=4 seq 2k 1:16,2:8 | B=64 seq 16k 1:16;
+#       the overhead section once (warpgroup); a subset of the default
+#       sweep (warpgroup) with whatever time is left at the end
 #   (c) tools/peer_bench.py on the same shapes (when torch is importable)
 #   (d) a compact table last; every log under $OUT
 #
 # Run from anywhere (carry .deps as for gpu-check.sh). Environment:
 # OUT (default /tmp/out), UQ_BENCH_BUDGET_S (default 540), UQ_GPU_BUILD
-# (default build-gpu).
+# (default build-gpu). Steps run in order of importance and each gets its
+# cap or what is left of the budget, so a slow step shortens or skips the
+# later ones (portable, peer, sweep) rather than overrunning.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 t0=$(date +%s)
@@ -39,32 +43,42 @@ slot() {
 elapsed() { echo $(($(date +%s) - t0)); }
 say() { printf '== %s (%s s)\n' "$*" "$(elapsed)"; }
 
-# (a) correctness, both variants.
+# (a) correctness, every variant. gpu.decode took ~90 s for two variants
+# (H200, after the build); three need about half as much again.
 check() {
   local log=$1 s
-  s=$(slot 230 "$2")
+  s=$(slot 300 "$2")
   UQ_GPU_BUILD=$build UQ_GPU_SUITES=gpu OUT=$OUT timeout "$s" bash tools/gpu-check.sh \
     >"$OUT/$log" 2>&1
   check_rc=$?
   echo "gpu-check rc=$check_rc (limit $s s)"
   grep -E "^(== variant|qg |worst)|FAILED|ERROR|uqjit:gpu|^Ok:|^Fail:|Skipped:|non-finite" \
-    "$OUT/$log" | head -60
+    "$OUT/$log" | head -90
 }
 mode="shift conversions (UQ_MMA_SUBNORMAL_OPERANDS 1)"
 say "gpu-check (gpu suite)"
-check check.log 250
+check check.log 200
 # A failure of the matrix layer's shift conversions (subnormal f16 / bf16
 # operands flushed by the device) falls back to its lookup conversions,
-# which keep every operand normal: same layout, slower.
+# which keep every operand normal: same layout, slower. The warpgroup
+# layer's V conversion comes from the same maps, so it switches too. Only
+# a failure of the matrix variant's run (gpu.decode prints one line per
+# variant) says the conversions are at fault: a failure of the default run
+# alone is the warpgroup layer's own.
+matrix_failed() {
+  cat "$OUT/$1" "$OUT/testlog-gpu.txt" 2>/dev/null |
+    grep -q "^== variant matrix: FAILED"
+}
 maps=templates/mma_sm90_maps.hip
-if [ "$check_rc" -ne 0 ] && grep -q "^#define UQ_MMA_SUBNORMAL_OPERANDS 1$" "$maps"; then
+if [ "$check_rc" -ne 0 ] && matrix_failed check.log &&
+  grep -q "^#define UQ_MMA_SUBNORMAL_OPERANDS 1$" "$maps"; then
   cp "$OUT/testlog-gpu.txt" "$OUT/testlog-gpu-shift.txt" 2>/dev/null
   sed -i 's/^#define UQ_MMA_SUBNORMAL_OPERANDS 1$/#define UQ_MMA_SUBNORMAL_OPERANDS 0/' "$maps"
   mode="lookup fallback (UQ_MMA_SUBNORMAL_OPERANDS 0): the shift version FAILED the gpu suite"
   say "gpu-check again with the lookup conversions"
-  check check-fallback.log 200
+  check check-fallback.log 150
 fi
-echo "matrix layer: $mode"
+echo "mma_sm90_maps conversions: $mode"
 
 # gpu-check unpacked the carried libraries there (when it had to).
 if [ -d /tmp/deps/usr/lib/x86_64-linux-gnu ]; then
@@ -78,15 +92,16 @@ if [ ! -x "$B" ]; then
   exit 2
 fi
 
-# (b) uqjit bench. Each entry: "name|cap seconds|args"; the matrix layer
-# first (the code under test), then the portable one (unchanged, for the
-# same-run ratio).
+# (b) uqjit bench. Each entry: "name|cap seconds|args"; the warpgroup layer
+# first (the default, the code under test), then the matrix and portable
+# ones (for same-run ratios).
+variants=(warpgroup matrix portable)
 shapes=(
   "b16|60|--batch 16 --seq 128k,4k --heads 1:16 --iters 20 --warmup 3"
   "b4|25|--batch 4 --seq 2k --heads 1:16,2:8 --iters 50 --warmup 5"
   "b64|45|--batch 64 --seq 16k --heads 1:16 --iters 20 --warmup 3"
 )
-for v in matrix portable; do
+for v in "${variants[@]}"; do
   for e in "${shapes[@]}"; do
     name=${e%%|*}
     rest=${e#*|}
@@ -104,9 +119,9 @@ for v in matrix portable; do
 done
 
 s=$(slot 30 15)
-say "bench overhead section (matrix; limit $s s)"
+say "bench overhead section (warpgroup; limit $s s)"
 if [ "$s" -gt 5 ]; then
-  UQJIT_VARIANT=matrix timeout "$s" "$B" bench --batch 4 --seq 4k --heads 2:8 --iters 20 \
+  UQJIT_VARIANT=warpgroup timeout "$s" "$B" bench --batch 4 --seq 4k --heads 2:8 --iters 20 \
     --warmup 3 --check-seqs 0 >"$OUT/bench-overhead.log" 2>&1
   echo "rc=$?"
   sed -n '/^overhead/,$p' "$OUT/bench-overhead.log"
@@ -131,29 +146,32 @@ else
 fi
 
 # Part of the default sweep (B 1,4,16,64 x 1k..128k x 1:16,2:8,4:6), the
-# matrix variant only, with whatever time is left.
+# warpgroup variant only, with whatever time is left.
 s=$(slot 180 10)
-say "default sweep subset, matrix (limit $s s)"
+say "default sweep subset, warpgroup (limit $s s)"
 if [ "$s" -gt 10 ]; then
-  UQJIT_VARIANT=matrix timeout "$s" "$B" bench --batch 1,4,16,64 --seq 1k,16k,64k \
+  UQJIT_VARIANT=warpgroup timeout "$s" "$B" bench --batch 1,4,16,64 --seq 1k,16k,64k \
     --heads 1:16,2:8,4:6 --iters 10 --warmup 2 --check-seqs 1 --no-overhead \
-    >"$OUT/bench-sweep-matrix.log" 2>&1
+    >"$OUT/bench-sweep-warpgroup.log" 2>&1
   echo "rc=$? (124: cut short by the time limit; rows printed so far are kept)"
 fi
 
 # (d) the compact table: one line per shape and variant.
 say "summary"
-echo "gpu-check rc=$check_rc; matrix layer: $mode"
-grep -hE "^(copy|device):" "$OUT"/bench-matrix-b16.log 2>/dev/null | head -2
-printf '%-8s %-9s %5s %7s %3s %3s %10s %10s %9s %6s %10s\n' variant set B seq Hk QG eager_us \
+echo "gpu-check rc=$check_rc; mma_sm90_maps conversions: $mode"
+for v in "${variants[@]}"; do
+  f=$OUT/bench-$v-b16.log
+  [ -f "$f" ] && grep -hE "^(copy|device):" "$f" | head -2 && break
+done
+printf '%-9s %-9s %5s %7s %3s %3s %10s %10s %9s %6s %10s\n' variant set B seq Hk QG eager_us \
   graph_us GB/s %copy rel_l2
-for v in matrix portable; do
+for v in "${variants[@]}"; do
   for e in "${shapes[@]}"; do
     name=${e%%|*}
     f=$OUT/bench-$v-$name.log
     [ -f "$f" ] || continue
     awk -v v="$v" -v n="$name" '$1 ~ /^[0-9]+$/ && NF >= 12 {
-      printf "%-8s %-9s %5s %7s %3s %3s %10s %10s %9s %6s %10s\n",
+      printf "%-9s %-9s %5s %7s %3s %3s %10s %10s %9s %6s %10s\n",
         v, n, $1, $2, $3, $4, $7, $8, $10, $11, $12 }' "$f"
   done
 done
@@ -162,11 +180,11 @@ for e in "${shapes[@]}"; do
   f=$OUT/peer-$name.log
   [ -f "$f" ] || continue
   awk -v n="$name" '$1 ~ /^[0-9]+$/ && NF >= 10 {
-    printf "%-8s %-9s %5s %7s %3s %3s %10s %10s %9s %6s %10s\n",
+    printf "%-9s %-9s %5s %7s %3s %3s %10s %10s %9s %6s %10s\n",
       "sdpa", n, $1, $2, $3, $4, $6, $7, $9, $10, $13 }' "$f"
 done
-if [ -f "$OUT/bench-sweep-matrix.log" ]; then
-  n=$(awk '$1 ~ /^[0-9]+$/ && NF >= 12' "$OUT/bench-sweep-matrix.log" | wc -l)
-  echo "sweep (matrix): $n rows in bench-sweep-matrix.log"
+if [ -f "$OUT/bench-sweep-warpgroup.log" ]; then
+  n=$(awk '$1 ~ /^[0-9]+$/ && NF >= 12' "$OUT/bench-sweep-warpgroup.log" | wc -l)
+  echo "sweep (warpgroup): $n rows in bench-sweep-warpgroup.log"
 fi
 echo "total $(elapsed) s"

@@ -1,0 +1,125 @@
+/* Pure helpers of the Hopper warpgroup decode layer (decode_wgmma_sm90.hip):
+ * the FP4 -> E4M3 conversion of K, and the maps between a thread, the
+ * wgmma fragments it holds and the head dims / tokens / shared-memory
+ * bytes they stand for. Written in the common subset of C11 and CUDA C++
+ * (after mma_sm90_maps.hip, whose FP4 -> bf16 conversion V reuses) so
+ * that tests/unit_wgmma_maps.c compiles this very text on the host and
+ * checks it against an independent model of the PTX layouts.
+ *
+ * The layer runs a warpgroup (four warps, 128 threads) on chunks of 64
+ * tokens:
+ *  - QK as S^T = K Q^T: wgmma m64n16k32 e4m3, one per 32-dim group g.
+ *    A = K codes (64 tokens x 32 dims) from registers, B = the haircut
+ *    query (32 dims x 16 queries) from shared memory. Warp w's rows are
+ *    tokens 16 w .. 16 w + 15; a thread (grp = lane / 4, tig = lane % 4)
+ *    holds rows grp and grp + 8, k = 4 tig .. + 3 (registers a0, a1) and
+ *    k = 16 + 4 tig .. + 3 (a2, a3), four E4M3 per register: code word
+ *    tig of the group of each of its two tokens, even codes in a0 / a1,
+ *    odd codes in a2 / a3. The query is stored with the matching
+ *    permutation of dims (uq_wg_q_dim), so q.k is unchanged.
+ *  - PV as O^T = V^T P^T: wgmma m64n16k16 bf16, one per (64-dim tile mt,
+ *    16-token step). A = V (64 dims x 16 tokens) from registers, B = P
+ *    (16 tokens x 16 queries, bf16) from shared memory. A thread holds
+ *    rows (dims) grp and grp + 8 of its warp's sixteen, k (tokens) 2 tig,
+ *    2 tig + 1 (a0 row grp, a1 row grp + 8) and 2 tig + 8, + 9 (a2, a3):
+ *    for every token, V code word 8 w + grp, whose eight codes are the
+ *    thread's rows of the four tiles (uq_wg_o_dim).
+ *  - D fragments (both products): thread holds rows grp (d0, d1, d4, d5)
+ *    and grp + 8 (d2, d3, d6, d7) of its warp's sixteen, columns 2 tig +
+ *    e (d0..d3) and 8 + 2 tig + e (d4..d7), e = 0, 1.
+ *  - B operands in shared memory, K-major without swizzle: 8 x 16-byte
+ *    core matrices, the one of N-block nb and K-block kb at kb * 256 + nb
+ *    * 128 (leading-dimension byte offset 256, stride-dimension 128). */
+
+constexpr int UQ_WG_LBO = 256; /* bytes between K-adjacent core matrices */
+constexpr int UQ_WG_SBO = 128; /* bytes between N-adjacent core matrices */
+
+/* Eight FP4 E2M1 codes (code j in nibble j of w, FORMAT.md 1) -> eight
+ * E4M3 bytes, each exactly v * 2^-6: magnitude bits e1 e0 m to E4M3 bits
+ * 4..2 (exponent field 00e1e0, mantissa m00; so 0.5 becomes the E4M3
+ * subnormal 2^-7), sign to bit 7. *even gets codes 0 2 4 6 (byte i: code
+ * 2 i), *odd codes 1 3 5 7. */
+UQ_DEV void uq_wg_fp4x8_e4m3(uq_u32 w, uq_u32 *even, uq_u32 *odd) {
+  *even = ((w << 2) & 0x1C1C1C1Cu) | ((w & 0x08080808u) << 4);
+  *odd = ((w >> 2) & 0x1C1C1C1Cu) | (w & 0x80808080u);
+}
+/* The factor uq_wg_fp4x8_e4m3 leaves out, applied to the fp32 scores. */
+#define UQ_WG_K_UNSCALE 64.0f
+
+/* Head dim (0..255) of k index kk (0..31) of the QK product of group g:
+ * registers a0 / a1 (kk < 16) carry the even codes of word tig = kk / 4
+ * (dims 32 g + 8 tig + 2 i), a2 / a3 the odd ones. */
+UQ_DEV int uq_wg_q_dim(int g, int kk) {
+  return 32 * g + 8 * ((kk & 15) >> 2) + 2 * (kk & 3) + (kk >> 4);
+}
+
+/* Byte offset, in the query operand, of query n (0..15), k index kk of
+ * group g: K-block 2 g + kk / 16 of 16 E4M3 values. */
+UQ_DEV int uq_wg_q_offset(int n, int g, int kk) {
+  return (2 * g + (kk >> 4)) * UQ_WG_LBO + (n >> 3) * UQ_WG_SBO + (n & 7) * 16 + (kk & 15);
+}
+
+/* Byte offset, in the P operand, of query n, token t (0..63) of the
+ * chunk: K-block t / 8 of 8 bf16 values. */
+UQ_DEV int uq_wg_p_offset(int n, int t) {
+  return (t >> 3) * UQ_WG_LBO + (n >> 3) * UQ_WG_SBO + (n & 7) * 16 + 2 * (t & 7);
+}
+
+/* Byte offset, inside a slot, of the K code word a thread reads for group
+ * g: dims 32 g + 8 tig .. + 7. */
+UQ_DEV int uq_wg_k_word_offset(int g, int tig) { return 16 * g + 4 * tig; }
+
+/* The V code word (0..31) of warp w, lane group grp: dims 8 (8 w + grp)
+ * .. + 7; its group (scale byte) is word / 4. */
+UQ_DEV int uq_wg_v_word(int w, int grp) { return 8 * w + grp; }
+
+/* Head dim of row grp + 8 h (h = 0, 1) of warp w in the PV tile mt
+ * (0..3): code 2 mt + h of the thread's V word. */
+UQ_DEV int uq_wg_o_dim(int w, int grp, int mt, int h) {
+  return 8 * uq_wg_v_word(w, grp) + 2 * mt + h;
+}
+
+/* Two tokens' V code words x (token a) and y (token b) -> eight bf16
+ * pairs, r[n] = (code n of x, code n of y), each value v * 2^-126 as
+ * uq_mma_fp4x8_bf16s gives: the low (high) two bytes of each word are
+ * brought together first, so codes 0..3 (4..7) of x and y sit 16 bits
+ * apart. */
+UQ_DEV void uq_wg_fp4x8x2_bf16s(uq_u32 x, uq_u32 y, uq_u32 r[8]) {
+  uq_mma_fp4x8_bf16s(uq_prmt(x, y, 0x5410u), r);
+  uq_mma_fp4x8_bf16s(uq_prmt(x, y, 0x7632u), r + 4);
+}
+
+/* The V scale factors of two tokens' groups (bytes a, b) as bf16 pairs
+ * (token a low, token b high) whose product times the values of
+ * uq_wg_fp4x8x2_bf16s is the dequantized value: lo * hi = 2^(byte - 1)
+ * (2^(byte - 127) times the 2^126 left out), lo = 2^(min(byte, 128) - 1),
+ * hi = 2^(byte - min(byte, 128)), 1 unless byte > 128; each factor stays
+ * below 2^128 and every partial product is exact. Byte 0 reads as 2^-127
+ * here, as FORMAT.md 2 allows (its group's codes are all 0). */
+#if UQ_MMA_SUBNORMAL_OPERANDS
+UQ_DEV uq_u32 uq_wg_vscale_lo2(uq_u32 a, uq_u32 b) {
+  const uq_u32 ea = (a < 128u ? a : 128u) + 126u;
+  const uq_u32 eb = (b < 128u ? b : 128u) + 126u;
+  return (ea | (eb << 16)) << 7;
+}
+UQ_DEV uq_u32 uq_wg_vscale_hi2(uq_u32 a, uq_u32 b) {
+  const uq_u32 ea = (a < 128u ? 0u : a - 128u) + 127u;
+  const uq_u32 eb = (b < 128u ? 0u : b - 128u) + 127u;
+  return (ea | (eb << 16)) << 7;
+}
+#else
+/* The fallback's values are unscaled: lo is the group scale itself
+ * (2^(byte - 127), 0 for byte 0), hi is 1. */
+UQ_DEV uq_u32 uq_wg_vscale_lo2(uq_u32 a, uq_u32 b) { return (a | (b << 16)) << 7; }
+UQ_DEV uq_u32 uq_wg_vscale_hi2(uq_u32 a, uq_u32 b) {
+  (void)a;
+  (void)b;
+  return 0x3F803F80u;
+}
+#endif
+
+/* Byte j (0..3) of a word of K scale bytes as the fp32 bits of 2^(byte -
+ * 127) (byte 0 -> 0; byte 255, never written for a valid token, -> inf). */
+UQ_DEV uq_u32 uq_wg_kscale_bits(uq_u32 w, int j) {
+  return (j < 3 ? w << (23 - 8 * j) : w >> 1) & 0x7F800000u;
+}

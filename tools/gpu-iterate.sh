@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# A development iteration on the lent GPU in one device call (~5 min):
+#   (a) tools/gpu-check.sh with the gpu suite for one decode variant
+#       (UQ_TEST_VARIANT, default "default": the layer the device gets);
+#   (b) the SASS of the warpgroup decode kernel for B=16, 128k, 1:16 and an
+#       opcode histogram of it;
+#   (c) uqjit bench on a few shapes for each of UQ_ITER_VARIANTS (default
+#       "warpgroup matrix"), every result checked against the reference.
+# Logs under $OUT. Carry .deps as for gpu-check.sh.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+build=${UQ_GPU_BUILD:-build-gpu}
+B=$build/tools/uqjit
+export UQJIT_CACHE_DIR=${UQJIT_CACHE_DIR:-/tmp/uqjit-gpu-cache}
+t0=$(date +%s)
+say() { printf '== %s (%s s)\n' "$*" "$(($(date +%s) - t0))"; }
+
+say "gpu-check (gpu suite, variant ${UQ_TEST_VARIANT:-default})"
+[ "${UQ_ITER_SUITES:-1}" = 0 ] && export UQ_GPU_SUITES=none
+UQ_TEST_VARIANT=${UQ_TEST_VARIANT:-default} UQ_GPU_BUILD=$build UQ_GPU_SUITES=${UQ_GPU_SUITES:-gpu} \
+  OUT=$OUT timeout "${UQ_ITER_CHECK_S:-240}" bash tools/gpu-check.sh >"$OUT/check.log" 2>&1
+echo "gpu-check rc=$?"
+grep -E "^(== variant|qg |worst)|FAILED|ERROR|FAIL|uqjit:gpu|^Ok:|^Fail:|Skipped:|non-finite|rel_l2|mismatch" \
+  "$OUT/check.log" "$OUT"/testlog-gpu.txt 2>/dev/null | head -40
+
+if [ -d /tmp/deps/usr/lib/x86_64-linux-gnu ]; then
+  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+[ -x "$B" ] || { echo "gpu-iterate: $B was not built" >&2; exit 2; }
+
+say "SASS of the warpgroup decode kernel"
+"$B" dump --batch 16 --q-heads 16 --kv-heads 1 --head-dim 256 --block-size 64 \
+  --max-blocks-per-seq 2048 --kind decode --target sm_90a --isa >"$OUT/sass-wg.txt" 2>&1
+echo "rc=$?; $(grep -cE '^\s+/\*[0-9a-f]{4}\*/' "$OUT/sass-wg.txt") instructions"
+grep -E '^\s+/\*[0-9a-f]{4}\*/' "$OUT/sass-wg.txt" |
+  awk '{ op = $2; if (op ~ /^@/) op = $3; sub(/\..*/, "", op); n[op]++ } END { for (o in n) print n[o], o }' |
+  sort -rn | head -25 | tr '\n' ' '
+echo
+
+# (d) optional: Nsight Compute on one decode launch per variant (stall
+# reasons, occupancy, the hottest SASS lines).
+if [ -n "${UQ_ITER_NCU:-}" ] && command -v ncu >/dev/null; then
+  for v in ${UQ_ITER_VARIANTS:-warpgroup matrix}; do
+    say "ncu $v"
+    UQJIT_VARIANT=$v timeout 120 ncu --clock-control none --section SpeedOfLight \
+      --section Occupancy --section SchedulerStats --section WarpStateStats \
+      --section SourceCounters --section InstructionStats -k regex:uq_decode -c 1 \
+      "$B" bench --batch 16 --seq 128k --heads 1:16 --iters 2 --warmup 1 --no-graph \
+      --no-overhead --check-seqs 0 >"$OUT/ncu-$v.txt" 2>&1
+    echo "rc=$?"
+    grep -E "Duration|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Theoretical Occ|Registers|No Eligible|Active Warps Per|Eligible Warps|Stall|stall" "$OUT/ncu-$v.txt" | head -40
+  done
+fi
+
+for v in ${UQ_ITER_VARIANTS:-warpgroup matrix}; do
+  for args in "--batch 16 --seq 128k,4k --heads 1:16 --iters 20 --warmup 3" \
+    "--batch 4 --seq 2k --heads 1:16,2:8 --iters 50 --warmup 5" \
+    "--batch 64 --seq 16k --heads 1:16,4:6 --iters 20 --warmup 3"; do
+    say "bench $v: $args"
+    # shellcheck disable=SC2086
+    UQJIT_VARIANT=$v timeout 60 "$B" bench $args --no-overhead --check-seqs 1 >"$OUT/bench.log" 2>&1
+    echo "rc=$?"
+    grep -E "^(copy|device)|^ *[0-9]+ " "$OUT/bench.log" | head -8
+    cat "$OUT/bench.log" >>"$OUT/bench-$v.log"
+  done
+done
+say "done"
