@@ -84,7 +84,7 @@ static unsigned block_threads(const uq_key *key, const uq__target_info *info) {
   case UQ_KERNEL_DECODE:
     return uq__target_block_threads(info, key->variant);
   case UQ_KERNEL_REDUCE:
-    return 64u;
+    return 256u; /* UQ_REDUCE_THREADS in templates/reduce.hip */
   case UQ_KERNEL_PROLOGUE:
     return key->head_dim < 64 ? 64u
                               : (key->head_dim > 256 ? 256u
@@ -237,19 +237,21 @@ int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
                  "templates/ by codegen/emit.c: do not edit. */\n",
                  UQ_VERSION_STRING, name, uq__route_name(route));
   /* Up to three templates per kind, plus the NULL that ends the list. */
-  const char *parts[4] = {NULL, NULL, NULL, NULL};
+  const char *parts[5] = {NULL, NULL, NULL, NULL, NULL};
   switch (key->kind) {
   case UQ_KERNEL_DECODE:
     if (key->variant == UQ_VARIANT_MATRIX) {
       /* The sm_90 matrix layer is a whole kernel of its own. */
       parts[0] = "mma_sm90_maps.hip";
-      parts[1] = "decode_mma_sm90.hip";
+      parts[1] = "sm90_chunks.hip";
+      parts[2] = "decode_mma_sm90.hip";
     } else if (key->variant == UQ_VARIANT_WARPGROUP) {
       /* So is the sm_90a warpgroup layer; it builds on the matrix layer's
        * index maps, so those come first. */
       parts[0] = "mma_sm90_maps.hip";
       parts[1] = "wgmma_sm90_maps.hip";
-      parts[2] = "decode_wgmma_sm90.hip";
+      parts[2] = "sm90_chunks.hip";
+      parts[3] = "decode_wgmma_sm90.hip";
     } else {
       parts[0] = "layer_portable.hip";
       parts[1] = "decode.hip";

@@ -72,8 +72,9 @@ static int place(size_t *end, size_t bytes, size_t *offset) {
  * asked. An invalid UQJIT_VARIANT is warned about by uq__env_get and
  * ignored. The variant is part of every key (the name spells it as v0 /
  * v1 / v2), so all layers can live in one cache; the fast layers keep the
- * portable launch contract (grid, 128 threads, workspace), so P and TGPP
- * stay vLLM's. */
+ * portable launch contract (grid, 128 threads, workspace), and P and TGPP
+ * stay vLLM's except where the warpgroup layer's grid is large
+ * (warpgroup_partitions). */
 static int choose_variant(const uq__target_info *info) {
   const char *want = uq__env_get(UQ__ENV_VARIANT);
   if (want != NULL && strcmp(want, "portable") == 0)
@@ -83,6 +84,25 @@ static int choose_variant(const uq__target_info *info) {
     return UQ_VARIANT_WARPGROUP;
   return uq__target_matrix_layer(info) ? UQ_VARIANT_MATRIX
                                        : UQ_VARIANT_PORTABLE;
+}
+
+/* Blocks that keep an sm_90a device busy for about four waves of the
+ * warpgroup layer (132 SMs of an H100/H200 hold four of its blocks each). */
+#define WARPGROUP_FULL_GRID 2048
+
+/* The sm_90a warpgroup layer's partitions: vLLM's, halved while the grid
+ * (B x Hk x P blocks) stays at WARPGROUP_FULL_GRID or more. Each block
+ * pays a fixed cost (the query's rotation, the epilogue) and each
+ * partition adds workspace traffic and reduce work, so where the device
+ * is full anyway fewer, longer partitions are faster (measured on the
+ * H200: docs/BENCHMARKS.md). Halving never idles the device: a sequence
+ * shorter than the window leaves partitions empty, and it keeps its
+ * tile groups spread over min(P, its tile groups) blocks either way, so
+ * it loses parallelism only where the grid is at least the full one. */
+static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts) {
+  while (parts > 2 && kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID)
+    parts /= 2;
+  return parts;
 }
 
 /* Refusals of the fast path: not an error, the caller reads the reason. */
@@ -200,6 +220,8 @@ int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
   int64_t actual = max64(floor_p, min64(cap, required));
   actual = min64(actual, max64(1, ceil_div(window, 192)));
   int64_t parts = max64(2, next_pow2(actual));
+  if (variant == UQ_VARIANT_WARPGROUP)
+    parts = warpgroup_partitions(batch * hk, parts);
   int64_t tgpp = next_pow2(max64(1, ceil_div(required, parts)));
   int fuse = stride_head == d && stride_seq >= hq * d;
 

@@ -39,21 +39,19 @@ static_assert(UQ_QG >= 1 && UQ_QG <= 16, "matrix decode layer: query_group_size 
 static_assert(UQ_BLOCK_THREADS == 128, "matrix decode layer: four warps");
 
 constexpr int UQ_MMA_CHUNK = 32;                          /* tokens per chunk */
-constexpr int UQ_MMA_SLOT = 272;                          /* bytes of a D=256 slot */
 constexpr int UQ_MMA_KSCALE = 128;                        /* slot offsets */
 constexpr int UQ_MMA_VCODE = 136;
 constexpr int UQ_MMA_VSCALE = 264;
 constexpr int UQ_MMA_PROW = UQ_MMA_CHUNK + 8;             /* P row, bf16 (+16 B: no bank conflicts) */
 constexpr int UQ_MMA_VROW = UQ_HEAD_DIM + 8;              /* V row, bf16 (+16 B) */
 constexpr int UQ_MMA_QROW = UQ_HEAD_DIM + 32;             /* Q row, f16 (+64 B: no bank conflicts) */
-constexpr bool UQ_MMA_CP16 = UQ_PADDED_SLOT % 16 == 0;    /* 16-byte copies stay aligned */
 /* Blocks per multiprocessor the register budget is sized for (<= 128
  * registers a thread; 5 blocks would spill). Each block keeps one or two
  * chunks (8.7 KB each) in flight while it computes another. */
 constexpr int UQ_MMA_MIN_BLOCKS = 4;
 
 struct alignas(16) uq_mma_smem {
-  uq_u8 raw[2][UQ_MMA_CHUNK * UQ_MMA_SLOT];
+  uq_u8 raw[2][UQ_MMA_CHUNK * UQ_SM90_SLOT];
   union {
     float q[UQ_QG * UQ_HEAD_DIM];                 /* the query, before the loop */
     uq_u16 v[UQ_MMA_CHUNK * UQ_MMA_VROW];         /* the chunk's V in bf16 */
@@ -65,24 +63,6 @@ struct alignas(16) uq_mma_smem {
 };
 static_assert(sizeof(uq_mma_smem) <= 48 * 1024, "matrix decode layer: static shared memory");
 
-UQ_DEV uq_u32 uq_mma_saddr(const void *p) {
-  return (uq_u32)__cvta_generic_to_shared(p);
-}
-
-/* Copies `bytes` (0 or the full size: 0 zero-fills without reading). */
-UQ_DEV void uq_mma_cp16(void *dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(uq_mma_saddr(dst)),
-               "l"(src), "r"(bytes)
-               : "memory");
-}
-UQ_DEV void uq_mma_cp4(void *dst, const void *src, int bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(uq_mma_saddr(dst)),
-               "l"(src), "r"(bytes)
-               : "memory");
-}
-UQ_DEV void uq_mma_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-UQ_DEV void uq_mma_cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
-UQ_DEV void uq_mma_cp_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 UQ_DEV void uq_mma_qk(float (&d)[4], uq_u32 a0, uq_u32 a1, uq_u32 a2, uq_u32 a3, uq_u32 b0,
                       uq_u32 b1) {
@@ -102,12 +82,12 @@ UQ_DEV void uq_mma_pv(float (&d)[4], const uq_u32 (&a)[4], uq_u32 b0, uq_u32 b1)
 UQ_DEV void uq_mma_ldm_x4(uq_u32 (&r)[4], const void *p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(uq_mma_saddr(p)));
+               : "r"(uq_sm90_saddr(p)));
 }
 UQ_DEV void uq_mma_ldm_x4_trans(uq_u32 (&r)[4], const void *p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(uq_mma_saddr(p)));
+               : "r"(uq_sm90_saddr(p)));
 }
 
 /* bf16 pair times bf16 pair, rounded to nearest (exact here). */
@@ -115,13 +95,6 @@ UQ_DEV uq_u32 uq_mma_bf16x2_mul(uq_u32 a, uq_u32 b) {
   uq_u32 d;
   asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
   return d;
-}
-
-/* First token of chunk k of this partition's schedule. */
-/* Token indices fit 32 bits: the host refuses windows (block_size x
- * max_blocks_per_seq) past INT32_MAX, so base + 31 < 2^32. */
-UQ_DEV uq_u32 uq_mma_chunk_base(int part, int k) {
-  return ((uq_u32)part + (uq_u32)(k >> 3) * UQ_NUM_PARTITIONS) * 256u + (uq_u32)(k & 7) * UQ_MMA_CHUNK;
 }
 
 UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_NAME(uq_decode_params p) {
@@ -138,75 +111,31 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
   if (b >= p.batch)
     return;
 
-  const long long window = (long long)UQ_MAX_BLOCKS * UQ_BLOCK_SIZE;
-  long long len64 = p.seq_lens[b];
-  len64 = len64 < 0 ? 0 : (len64 > window ? window : len64);
-  const uq_u32 seq_len = (uq_u32)len64;
-  const uq_u32 total = (seq_len + 255u) / 256u;
-  int nch = 0;
-  if (total > (uq_u32)part) {
-    uq_u32 trips = (total - part + UQ_NUM_PARTITIONS - 1) / UQ_NUM_PARTITIONS;
-    trips = trips < (uq_u32)UQ_TGPP ? trips : (uq_u32)UQ_TGPP;
-    const uq_u32 last_tg = part + (trips - 1) * UQ_NUM_PARTITIONS;
-    const uq_u32 last = (seq_len - last_tg * 256u + UQ_MMA_CHUNK - 1) / UQ_MMA_CHUNK;
-    nch = (int)((trips - 1) * 8 + (last < 8u ? last : 8u));
-  }
-
+  const uq_u32 seq_len = uq_sm90_seq_len(p, b);
+  const int nch = uq_sm90_chunks<UQ_MMA_CHUNK>(part, seq_len);
   const uq_i64 row0 = (((uq_i64)b * UQ_NUM_KV_HEADS + kh) * UQ_NUM_PARTITIONS + part) * UQ_QG;
   uq_u16 *out = (uq_u16 *)p.segm_out;
   if (nch == 0) {
-    /* An empty partition: max -inf, sum 0, zeros (uniform per block). */
-    uq_u32 *o = (uq_u32 *)(out + row0 * UQ_HEAD_DIM);
-    for (int k = tid; k < UQ_QG * UQ_HEAD_DIM / 2; k += UQ_BLOCK_THREADS)
-      o[k] = 0u;
-    if (tid < UQ_QG) {
-      p.segm_max[row0 + tid] = uq_neg_inf();
-      p.segm_sum[row0 + tid] = 0.0f;
-    }
+    uq_sm90_write_empty(p, row0, tid); /* uniform per block */
     return;
   }
 
-  /* Copy roles: 4 threads per token of a chunk. */
-  const int ctok = tid >> 2;
-  const int csub = tid & 3;
   const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
-  /* Tokens past seq_len never touch their block-table entry or slot: their
-   * shared-memory copy is zero-filled (codes 0, scales 0: V exactly 0). */
-  auto load_block = [&](int k) -> int {
-    const uq_u32 t = uq_mma_chunk_base(part, k) + ctok;
-    return t < seq_len ? bt_row[t / UQ_BLOCK_SIZE] : 0;
+  auto block_of = [&](int k) {
+    return uq_sm90_load_block<UQ_MMA_CHUNK>(bt_row, seq_len, uq_sm90_chunk_base<UQ_MMA_CHUNK>(part, k), tid);
   };
-  auto issue = [&](int k, int blk) {
-    const uq_u32 t = uq_mma_chunk_base(part, k) + ctok;
-    const bool valid = t < seq_len;
-    const uq_u8 *src = p.kv_cache;
-    if (valid) {
-      const uq_i64 row = (uq_i64)blk * UQ_BLOCK_SIZE + (t % UQ_BLOCK_SIZE);
-      src += (row * UQ_NUM_KV_HEADS + kh) * (uq_i64)UQ_PADDED_SLOT;
-    }
-    uq_u8 *dst = sm.raw[k & 1] + ctok * UQ_MMA_SLOT;
-    if (UQ_MMA_CP16) {
-      const int n = valid ? 16 : 0;
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        uq_mma_cp16(dst + 16 * (csub + 4 * j), src + (valid ? 16 * (csub + 4 * j) : 0), n);
-      if (csub == 0)
-        uq_mma_cp16(dst + 256, src + (valid ? 256 : 0), n);
-    } else {
-      const int n = valid ? 4 : 0;
-#pragma unroll
-      for (int j = 0; j < UQ_MMA_SLOT / 16; ++j)
-        uq_mma_cp4(dst + 4 * (csub + 4 * j), src + (valid ? 4 * (csub + 4 * j) : 0), n);
-    }
+  auto copy_chunk = [&](int k, int blk) {
+    uq_sm90_copy_chunk<UQ_MMA_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len,
+                                    uq_sm90_chunk_base<UQ_MMA_CHUNK>(part, k), blk, tid);
   };
 
   /* Start the first two chunks' copies (one commit group each, empty
    * when there is no such chunk) before the query work. */
-  issue(0, load_block(0));
-  uq_mma_cp_commit();
+  copy_chunk(0, block_of(0));
+  uq_sm90_cp_commit();
   if (nch > 1)
-    issue(1, load_block(1));
-  uq_mma_cp_commit();
+    copy_chunk(1, block_of(1));
+  uq_sm90_cp_commit();
 
   /* The query in f16, rows >= UQ_QG zero, each run of eight dims stored
    * in the order of the QK operands (uq_mma_qk_pos): the haircut values
@@ -240,7 +169,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
   }
   const int r0 = grp, r1 = grp + 8;
   /* The V buffer overlays the fp32 query, read by other warps above. */
-  uq_mma_cp_wait1();
+  uq_sm90_cp_wait<1>();
   uq_barrier(); /* the query and chunk 0 are in */
 
   /* Running max and sum of rows r0 and r1 (the same in every thread that
@@ -265,18 +194,18 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
    * dims 64w..64w+63 only), ordered by __syncwarp. */
 #pragma unroll 1
   for (int k = 0; k < nch; ++k) {
-    const int blk2 = k + 2 < nch ? load_block(k + 2) : 0;
+    const int blk2 = block_of(k + 2 < nch ? k + 2 : k);
     const uq_u8 *raw = sm.raw[k & 1];
-    const uq_u32 base = uq_mma_chunk_base(part, k);
+    const uq_u32 base = uq_sm90_chunk_base<UQ_MMA_CHUNK>(part, k);
 
     /* ---- QK: tokens 8 warp + grp (B operand) and 8 warp + 2 tig + {0,1}
      * (C columns) ---- */
     float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     {
-      const uq_u8 *kslot = raw + (8 * warp + grp) * UQ_MMA_SLOT;
+      const uq_u8 *kslot = raw + (8 * warp + grp) * UQ_SM90_SLOT;
       const int c0 = 8 * warp + 2 * tig;
-      const uq_u32 *ks0 = (const uq_u32 *)(raw + c0 * UQ_MMA_SLOT + UQ_MMA_KSCALE);
-      const uq_u32 *ks1 = (const uq_u32 *)(raw + (c0 + 1) * UQ_MMA_SLOT + UQ_MMA_KSCALE);
+      const uq_u32 *ks0 = (const uq_u32 *)(raw + c0 * UQ_SM90_SLOT + UQ_MMA_KSCALE);
+      const uq_u32 *ks1 = (const uq_u32 *)(raw + (c0 + 1) * UQ_SM90_SLOT + UQ_MMA_KSCALE);
       const uq_u32 sw0[2] = {ks0[0], ks0[1]};
       const uq_u32 sw1[2] = {ks1[0], ks1[1]};
       uq_u32 kw[8];
@@ -332,7 +261,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
     /* ---- V: token `lane`, dims 64 warp .. + 63, scale folded in; each
      * run of eight dims stored in the order uq_mma_v_dim gives ---- */
     {
-      const uq_u8 *vslot = raw + lane * UQ_MMA_SLOT;
+      const uq_u8 *vslot = raw + lane * UQ_SM90_SLOT;
       const uq_u32 *vc = (const uq_u32 *)(vslot + UQ_MMA_VCODE + 32 * warp);
       const uq_u32 vs = *(const uq_u16 *)(vslot + UQ_MMA_VSCALE + 2 * warp);
       /* All code words first: the stores below may not be reordered above
@@ -372,8 +301,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
     uq_barrier(); /* X: row maxima are in; chunk k's raw bytes are consumed */
 
     if (k + 2 < nch)
-      issue(k + 2, blk2);
-    uq_mma_cp_commit();
+      copy_chunk(k + 2, blk2);
+    uq_sm90_cp_commit();
 
     /* ---- online softmax of the chunk ---- */
     float alpha[2];
@@ -412,7 +341,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
         ((float *)&sm.red_sum[r1])[warp] = ps1;
       }
     }
-    uq_mma_cp_wait1(); /* this thread's copies of chunk k + 1 are in */
+    uq_sm90_cp_wait<1>(); /* this thread's copies of chunk k + 1 are in */
     uq_barrier();      /* Y: P, the row sums and chunk k + 1 are in */
 
 #pragma unroll
@@ -450,7 +379,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
       }
     }
   }
-  uq_mma_cp_wait0();
+  uq_sm90_cp_wait<0>();
 
   /* Partition output: bf16(acc / l). */
 #pragma unroll

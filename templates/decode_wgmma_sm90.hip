@@ -10,17 +10,20 @@
  *
  * One warpgroup (128 threads). Tokens go in chunks of 64 (four per
  * 256-token tile group), copied raw (272 bytes a slot) into shared memory
- * with cp.async, double buffered: chunk k + 1 is copied while chunk k is
- * computed. Per chunk (wgmma_sm90_maps.hip has the fragment maps):
+ * with cp.async (sm90_chunks.hip: one flat, coalesced range per block),
+ * double buffered: chunk k + 1 is copied while chunk k is computed. Per
+ * chunk (wgmma_sm90_maps.hip has the fragment maps):
  *  - QK: eight wgmma m64n16k32 e4m3, one per 32-dim group, K converted to
  *    E4M3 in registers (A), the haircut query read by the tensor cores
  *    from shared memory (B); each group's fp32 result times the group's
  *    K scale per token, summed in fp32. Two groups in flight while the
  *    next two are converted.
- *  - Softmax: the chunk's per-query maxima meet in shared memory (one
- *    barrier); every thread then knows the running max, rescales its
- *    accumulators, and writes its P (bf16) into the B operand of PV; the
- *    row sums stay per thread until the end.
+ *  - Softmax in base 2: the scores are scaled by scale * log2(e) once, so
+ *    every exponential is one ex2. The chunk's per-query maxima meet in
+ *    shared memory (one barrier); every thread then knows the running max,
+ *    rescales its accumulators, and writes its P (bf16 pairs, one 32-bit
+ *    store per query) into the B operand of PV; the row sums stay per
+ *    thread until the end.
  *  - PV: sixteen wgmma m64n16k16 bf16 (four 64-dim tiles x four 16-token
  *    steps), V dequantized to bf16 with the scale folded in, straight into
  *    the A registers (no shared-memory round trip), one step converted
@@ -36,41 +39,23 @@ static_assert(UQ_HEAD_DIM == 256, "warpgroup decode layer: head_dim must be 256"
 static_assert(UQ_QG >= 1 && UQ_QG <= 16, "warpgroup decode layer: query_group_size must be <= 16");
 static_assert(UQ_BLOCK_THREADS == 128, "warpgroup decode layer: one warpgroup");
 
-constexpr int UQ_WG_CHUNK = 64;                        /* tokens per chunk */
-constexpr int UQ_WG_SLOT = 272;                        /* bytes of a D=256 slot */
-constexpr int UQ_WG_KSCALE = 128;                      /* slot offsets */
+constexpr int UQ_WG_CHUNK = 64;   /* tokens per chunk */
+constexpr int UQ_WG_KSCALE = 128; /* slot offsets */
 constexpr int UQ_WG_VCODE = 136;
 constexpr int UQ_WG_VSCALE = 264;
-constexpr bool UQ_WG_CP16 = UQ_PADDED_SLOT % 16 == 0;  /* 16-byte copies stay aligned */
+static_assert(UQ_SM90_SLOT == 272, "warpgroup decode layer: D=256 slots");
 /* Blocks per multiprocessor the register budget is sized for (<= 128
  * registers a thread); shared memory (42 KB a block) allows five. */
 constexpr int UQ_WG_MIN_BLOCKS = 4;
 
 struct alignas(128) uq_wg_smem {
-  union {
-    uq_u8 raw[2][UQ_WG_CHUNK * UQ_WG_SLOT];
-  } u;
+  uq_u8 raw[2][UQ_WG_CHUNK * UQ_SM90_SLOT];
   alignas(128) uq_u8 qt[16 * UQ_HEAD_DIM];       /* B of QK: the haircut query, E4M3 */
   alignas(128) uq_u8 pt[16 * UQ_WG_CHUNK * 2];   /* B of PV: P, bf16 */
   float4 red_max[16];                            /* [query]: the four warps' values */
   float4 red_sum[16];
 };
 static_assert(sizeof(uq_wg_smem) <= 48 * 1024, "warpgroup decode layer: static shared memory");
-
-UQ_DEV uq_u32 uq_wg_saddr(const void *p) { return (uq_u32)__cvta_generic_to_shared(p); }
-
-UQ_DEV void uq_wg_cp16(void *dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(uq_wg_saddr(dst)), "l"(src),
-               "r"(bytes)
-               : "memory");
-}
-UQ_DEV void uq_wg_cp4(void *dst, const void *src, int bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(uq_wg_saddr(dst)), "l"(src),
-               "r"(bytes)
-               : "memory");
-}
-UQ_DEV void uq_wg_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-UQ_DEV void uq_wg_cp_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 /* Shared-memory writes of the generic proxy (the query, P) made visible to
  * the tensor cores' reads (async proxy); a barrier follows. */
@@ -130,18 +115,30 @@ UQ_DEV uq_u32 uq_wg_bf16x2_mul(uq_u32 a, uq_u32 b) {
   return d;
 }
 
-/* The E4M3 byte of a value that is one already (the haircut query):
- * exact, so the rounding mode does not matter. */
-UQ_DEV uq_u32 uq_wg_e4m3_byte(float x) {
+/* Two fp32 values as E4M3 bytes (hi in bits 8-15, lo in 0-7), rounded to
+ * nearest even and saturated to +-448: exactly the haircut of
+ * numerics.hip (uq_haircut_e4m3), whose values are E4M3 numbers. */
+UQ_DEV uq_u32 uq_wg_e4m3x2(float hi, float lo) {
   unsigned short r;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(r) : "f"(0.0f), "f"(x));
-  return (uq_u32)r & 0xFFu;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(r) : "f"(hi), "f"(lo));
+  return (uq_u32)r;
 }
 
-/* First token of chunk k of this partition's schedule (token indices fit
- * 32 bits: the host refuses windows past INT32_MAX). */
-UQ_DEV uq_u32 uq_wg_chunk_base(int part, int k) {
-  return ((uq_u32)part + (uq_u32)(k >> 2) * UQ_NUM_PARTITIONS) * 256u + (uq_u32)(k & 3) * UQ_WG_CHUNK;
+/* Two fp32 values as a bf16 pair (hi in the upper half), each rounded to
+ * nearest even: uq_f32_to_bf16's bits for every non-NaN value. */
+UQ_DEV uq_u32 uq_wg_bf16x2(float hi, float lo) {
+  uq_u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+/* 2^x, flushing results below 2^-126 to zero (those weights are below
+ * any bf16 P that matters next to the row's maximum, which weighs 1);
+ * 2^-inf = 0. */
+UQ_DEV float uq_wg_exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
 }
 
 UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_NAME(uq_decode_params p) {
@@ -158,74 +155,27 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   if (b >= p.batch)
     return;
 
-  const long long window = (long long)UQ_MAX_BLOCKS * UQ_BLOCK_SIZE;
-  long long len64 = p.seq_lens[b];
-  len64 = len64 < 0 ? 0 : (len64 > window ? window : len64);
-  const uq_u32 seq_len = (uq_u32)len64;
-  const uq_u32 total = (seq_len + 255u) / 256u;
-  int nch = 0;
-  if (total > (uq_u32)part) {
-    uq_u32 trips = (total - part + UQ_NUM_PARTITIONS - 1) / UQ_NUM_PARTITIONS;
-    trips = trips < (uq_u32)UQ_TGPP ? trips : (uq_u32)UQ_TGPP;
-    const uq_u32 last_tg = part + (trips - 1) * UQ_NUM_PARTITIONS;
-    const uq_u32 last = (seq_len - last_tg * 256u + UQ_WG_CHUNK - 1) / UQ_WG_CHUNK;
-    nch = (int)((trips - 1) * 4 + (last < 4u ? last : 4u));
-  }
-
+  const uq_u32 seq_len = uq_sm90_seq_len(p, b);
+  const int nch = uq_sm90_chunks<UQ_WG_CHUNK>(part, seq_len);
   const uq_i64 row0 = (((uq_i64)b * UQ_NUM_KV_HEADS + kh) * UQ_NUM_PARTITIONS + part) * UQ_QG;
-  uq_u16 *out = (uq_u16 *)p.segm_out;
   if (nch == 0) {
-    /* An empty partition: max -inf, sum 0, zeros (uniform per block). */
-    uq_u32 *o = (uq_u32 *)(out + row0 * UQ_HEAD_DIM);
-    for (int k = tid; k < UQ_QG * UQ_HEAD_DIM / 2; k += UQ_BLOCK_THREADS)
-      o[k] = 0u;
-    if (tid < UQ_QG) {
-      p.segm_max[row0 + tid] = uq_neg_inf();
-      p.segm_sum[row0 + tid] = 0.0f;
-    }
+    uq_sm90_write_empty(p, row0, tid); /* uniform per block */
     return;
   }
 
-  /* Copy roles: two threads per token of a chunk. Tokens past seq_len
-   * never touch their block-table entry or slot: their copy is zero-filled
-   * (codes 0, scales 0: K and V exactly 0, and the score is masked). */
-  const int ctok = tid >> 1;
-  const int csub = tid & 1;
-  const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
-  auto load_block = [&](int k) -> int {
-    const uq_u32 t = uq_wg_chunk_base(part, k) + ctok;
-    return t < seq_len ? bt_row[t / UQ_BLOCK_SIZE] : 0;
-  };
-  auto issue = [&](int k, int blk) {
-    const uq_u32 t = uq_wg_chunk_base(part, k) + ctok;
-    const bool valid = t < seq_len;
-    const uq_u8 *src = p.kv_cache;
-    if (valid) {
-      const uq_i64 row = (uq_i64)blk * UQ_BLOCK_SIZE + (t % UQ_BLOCK_SIZE);
-      src += (row * UQ_NUM_KV_HEADS + kh) * (uq_i64)UQ_PADDED_SLOT;
-    }
-    uq_u8 *dst = sm.u.raw[k & 1] + ctok * UQ_WG_SLOT;
-    if (UQ_WG_CP16) {
-      const int n = valid ? 16 : 0;
-#pragma unroll
-      for (int jj = 0; jj < 9; ++jj) {
-        const int j = 2 * jj + csub;
-        if (j < UQ_WG_SLOT / 16)
-          uq_wg_cp16(dst + 16 * j, src + (valid ? 16 * j : 0), n);
-      }
-    } else {
-      const int n = valid ? 4 : 0;
-#pragma unroll 2
-      for (int j = csub; j < UQ_WG_SLOT / 4; j += 2)
-        uq_wg_cp4(dst + 4 * j, src + (valid ? 4 * j : 0), n);
-    }
-  };
-
-  /* Chunk 0's copy goes first, before the query work; chunk 1's block
+  /* Chunk 0's copy goes first, before the query work; each chunk's block
    * numbers are fetched one chunk ahead of its copy. */
-  issue(0, load_block(0));
-  uq_wg_cp_commit();
-  int blk_next = nch > 1 ? load_block(1) : 0;
+  const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
+  auto block_of = [&](int k) {
+    return uq_sm90_load_block<UQ_WG_CHUNK>(bt_row, seq_len, uq_sm90_chunk_base<UQ_WG_CHUNK>(part, k), tid);
+  };
+  auto copy_chunk = [&](int k, int blk) {
+    uq_sm90_copy_chunk<UQ_WG_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len,
+                                    uq_sm90_chunk_base<UQ_WG_CHUNK>(part, k), blk, tid);
+  };
+  copy_chunk(0, block_of(0));
+  uq_sm90_cp_commit();
+  int blk_next = block_of(nch > 1 ? 1 : 0);
 
   /* The query as the B operand of QK: E4M3 bytes, rows >= UQ_QG zero, the
    * dims of each group permuted as the K registers are (uq_wg_q_dim). Warp
@@ -233,9 +183,11 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
    * rotation's butterflies of stride 1, 2, 4 stay in registers, those of
    * stride 8 .. 128 pair lanes l and l ^ (stride / 8); same operations in
    * the same order as uq_fwht_shared (hence the same bits), without its
-   * shared-memory round trips. The lane's E4M3 bytes are two words of
-   * the operand: even dims at K-block 2 g, odd dims at 2 g + 1 (g = l / 4),
-   * positions 4 (l % 4) .. + 3. */
+   * shared-memory round trips: the lower lane of a pair adds, the upper
+   * one subtracts, each as one fma by +-1 (a single rounding of a + b or
+   * a - b, as uq_fadd_rn / uq_fsub_rn). The lane's E4M3 bytes are two
+   * words of the operand: even dims at K-block 2 g, odd dims at 2 g + 1
+   * (g = l / 4), positions 4 (l % 4) .. + 3. */
 #pragma unroll 1
   for (int j = 0; j < 4; ++j) {
     const int n = 4 * warp + j;
@@ -244,9 +196,23 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       float v[8];
       if (UQ_FUSE_QROT) {
         const uq_i64 e0 = (uq_i64)b * UQ_Q_STRIDE_SEQ + (uq_i64)(kh * UQ_QG + n) * UQ_Q_STRIDE_HEAD + 8 * lane;
+        /* The lane's eight 16-bit elements in one 16-byte load where the
+         * strides and the pointer allow (one L2 sector of the row per
+         * lane pair instead of eight scattered loads). */
+        if (UQ_Q_STRIDE_SEQ % 8 == 0 && UQ_Q_STRIDE_HEAD % 8 == 0 &&
+            ((unsigned long long)p.query & 15u) == 0) {
+          const uint4 w = *(const uint4 *)((const uq_u16 *)p.query + e0);
+          const uq_u32 words[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
-        for (int i = 0; i < 8; ++i)
-          v[i] = uq_load_elem(p.query, UQ_DTYPE, e0 + i);
+          for (int i = 0; i < 8; ++i) {
+            const uq_u16 h = (uq_u16)(words[i / 2] >> (16 * (i & 1)));
+            v[i] = UQ_DTYPE == 1 ? uq_bf16_to_f32(h) : uq_fp16_to_f32(h);
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < 8; ++i)
+            v[i] = uq_load_elem(p.query, UQ_DTYPE, e0 + i);
+        }
 #pragma unroll
         for (int h = 1; h < 8; h *= 2)
 #pragma unroll
@@ -258,16 +224,14 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
             }
 #pragma unroll
         for (int m = 1; m < 32; m *= 2) {
-          const bool upper = (lane & m) != 0;
+          const float sign = (lane & m) != 0 ? -1.0f : 1.0f;
 #pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            const float o = uq_lane_xor_f32(v[i], m);
-            v[i] = upper ? uq_fsub_rn(o, v[i]) : uq_fadd_rn(v[i], o);
-          }
+          for (int i = 0; i < 8; ++i)
+            v[i] = __fmaf_rn(sign, v[i], uq_lane_xor_f32(v[i], m));
         }
 #pragma unroll
         for (int i = 0; i < 8; ++i)
-          v[i] = uq_haircut_e4m3(uq_fmul_rn(v[i], UQ_FWHT_NORM));
+          v[i] = uq_fmul_rn(v[i], UQ_FWHT_NORM);
       } else {
         /* The prologue's q_rot: rotated and haircut already, natural order. */
         const float *q_rot = (const float *)p.query +
@@ -276,23 +240,21 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         for (int i = 0; i < 8; ++i)
           v[i] = q_rot[i];
       }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        even |= uq_wg_e4m3_byte(v[2 * i]) << (8 * i);
-        odd |= uq_wg_e4m3_byte(v[2 * i + 1]) << (8 * i);
-      }
+      even = uq_wg_e4m3x2(v[2], v[0]) | uq_wg_e4m3x2(v[6], v[4]) << 16;
+      odd = uq_wg_e4m3x2(v[3], v[1]) | uq_wg_e4m3x2(v[7], v[5]) << 16;
     }
     const int at = uq_wg_q_offset(n, lane / 4, 4 * (lane & 3));
     *(uq_u32 *)(sm.qt + at) = even;
     *(uq_u32 *)(sm.qt + at + UQ_WG_LBO) = odd;
   }
   uq_wg_fence_async();
-  const uq_u64 desc_q = uq_wg_desc(uq_wg_saddr(sm.qt));
-  const uq_u64 desc_p = uq_wg_desc(uq_wg_saddr(sm.pt));
+  const uq_u64 desc_q = uq_wg_desc(uq_sm90_saddr(sm.qt));
+  const uq_u64 desc_p = uq_wg_desc(uq_sm90_saddr(sm.pt));
 
   /* This thread's queries: 2 tig + e and 8 + 2 tig + e (index i = e + 2 h
    * below), and the D-fragment element of query i in row half r (0: row
-   * grp, 1: row grp + 8): (i & 1) + 2 r + 4 (i >> 1). */
+   * grp, 1: row grp + 8): (i & 1) + 2 r + 4 (i >> 1). Maxima are in base
+   * 2 (log2(e) times the scaled logits). */
   const float ninf = uq_neg_inf();
   float m_run[4] = {ninf, ninf, ninf, ninf}; /* same in every thread */
   float l_part[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* this thread's tokens only */
@@ -303,32 +265,38 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     for (int e = 0; e < 8; ++e)
       acc[mt][e] = 0.0f;
 
+  /* QK rows grp, grp + 8 are tokens tq and tq + 8 of the chunk. */
+  const int tq = uq_wg_qk_token(warp, grp, 0);
   const int vword = uq_wg_v_word(warp, grp);
   const int voff = UQ_WG_VCODE + 4 * vword;
   const int vsoff = UQ_WG_VSCALE + vword / 4;
+  /* P of the thread's queries, K indices 2 grp (+ 1) of its warp's step:
+   * offset of query 2 tig; query + 1 is 16 bytes on, + 8 one N-block. */
+  const int p_at = uq_wg_p_offset(2 * tig, uq_wg_p_k(warp, grp, 0));
 
 #pragma unroll 1
   for (int k = 0; k < nch; ++k) {
-    uq_wg_cp_wait0();
+    uq_sm90_cp_wait<0>();
     uq_barrier(); /* A: chunk k is in (and the query, for k = 0); chunk
                    * k - 1's buffer and P are no longer read */
     if (k + 1 < nch) {
-      issue(k + 1, blk_next);
-      blk_next = k + 2 < nch ? load_block(k + 2) : 0;
+      copy_chunk(k + 1, blk_next);
+      if (k + 2 < nch)
+        blk_next = block_of(k + 2);
     }
-    uq_wg_cp_commit();
+    uq_sm90_cp_commit();
 
-    const uq_u8 *raw = sm.u.raw[k & 1];
-    const uq_u32 base = uq_wg_chunk_base(part, k);
+    const uq_u8 *raw = sm.raw[k & 1];
+    const uq_u32 base = uq_sm90_chunk_base<UQ_WG_CHUNK>(part, k);
 
-    /* ---- QK: rows (tokens) 16 warp + grp and + 8 ---- */
+    /* ---- QK: rows (tokens) tq and tq + 8 ---- */
     float s[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e)
       s[e] = 0.0f;
     {
-      const uq_u8 *k0 = raw + (16 * warp + grp) * UQ_WG_SLOT;
-      const uq_u8 *k1 = k0 + 8 * UQ_WG_SLOT;
+      const uq_u8 *k0 = raw + tq * UQ_SM90_SLOT;
+      const uq_u8 *k1 = k0 + 8 * UQ_SM90_SLOT;
       const uint2 sc0 = *(const uint2 *)(k0 + UQ_WG_KSCALE);
       const uint2 sc1 = *(const uint2 *)(k1 + UQ_WG_KSCALE);
       uq_u32 a[2][2][4];   /* [set][group of the pair][register] */
@@ -390,16 +358,18 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       accumulate(1, 6);
     }
 
-    /* ---- softmax: the scaled scores (2^6 and the softmax scale folded in,
-     * exact), masked past seq_len ---- */
-    constexpr float kscale = UQ_SCALE * UQ_WG_K_UNSCALE;
-    const uq_u32 t0 = base + 16 * warp + grp;
-    const bool v0 = t0 < seq_len;
-    const bool v1 = t0 + 8 < seq_len;
+    /* ---- softmax: base-2 scores (2^6, the softmax scale and log2(e)
+     * folded into one factor), masked past seq_len in the last chunk ---- */
+    constexpr float kscale2 = UQ_SCALE * UQ_WG_K_UNSCALE * UQ_LOG2E;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const bool v = (e & 2) ? v1 : v0;
-      s[e] = v ? kscale * s[e] : ninf;
+    for (int e = 0; e < 8; ++e)
+      s[e] *= kscale2;
+    if (base + UQ_WG_CHUNK > seq_len) { /* uniform */
+      const uq_u32 t0 = base + tq;
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (t0 + 8u * ((e >> 1) & 1) >= seq_len)
+          s[e] = ninf;
     }
     {
       float mx[4];
@@ -422,41 +392,26 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     uq_barrier(); /* B: the chunk's row maxima are in */
 
     float alpha[4];
-    float mn[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const float4 rm = sm.red_max[(i & 1) + 2 * tig + 8 * (i >> 1)];
-      const float m = uq_fmax(uq_fmax(uq_fmax(m_run[i], rm.x), rm.y), uq_fmax(rm.z, rm.w));
-      mn[i] = m;
-      alpha[i] = 1.0f;
-      if (m != ninf)
-        alpha[i] = m_run[i] == ninf ? 0.0f : uq_exp2((m_run[i] - m) * UQ_LOG2E);
+      const float m = uq_fmax(uq_fmax(m_run[i], uq_fmax(rm.x, rm.y)), uq_fmax(rm.z, rm.w));
+      /* A row with no finite score yet keeps weights 0 (2^-inf) rather
+       * than -inf - -inf. */
+      const float m_ref = m == ninf ? 0.0f : m;
+      alpha[i] = uq_wg_exp2(m_run[i] - m_ref);
       m_run[i] = m;
-    }
-    {
-      float pr[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int i = (e & 1) + 2 * (e >> 2);
-        pr[e] = s[e] == ninf ? 0.0f : uq_exp2((s[e] - mn[i]) * UQ_LOG2E);
-      }
+      const int e = (i & 1) + 4 * (i >> 1);
+      const float p0 = uq_wg_exp2(s[e] - m_ref);
+      const float p1 = uq_wg_exp2(s[e + 2] - m_ref);
       /* The sums keep the unrounded fp32 p; PV takes p in bf16. */
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int e = (i & 1) + 4 * (i >> 1);
-        l_part[i] = l_part[i] * alpha[i] + (pr[e] + pr[e + 2]);
-      }
-      const int tl = 16 * warp + grp;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int n = (e & 1) + 2 * tig + 8 * (e >> 2);
-        const int t = tl + 8 * ((e >> 1) & 1);
-        *(uq_u16 *)(sm.pt + uq_wg_p_offset(n, t)) = uq_f32_to_bf16(pr[e]);
-      }
-      uq_wg_fence_async();
+      l_part[i] = l_part[i] * alpha[i] + (p0 + p1);
+      const int n_off = 16 * (i & 1) + UQ_WG_SBO * (i >> 1);
+      *(uq_u32 *)(sm.pt + p_at + n_off) = uq_wg_bf16x2(p1, p0);
     }
-    /* alpha is the same in every thread (the maxima are): skipping a
-     * multiply by 1 changes no bit. */
+    uq_wg_fence_async();
+    /* alpha is the same in every thread that holds the query (the maxima
+     * are): skipping a multiply by 1 changes no bit. */
     if (alpha[0] != 1.0f || alpha[1] != 1.0f || alpha[2] != 1.0f || alpha[3] != 1.0f) {
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt)
@@ -466,21 +421,24 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     }
     uq_barrier(); /* C: P is in */
 
-    /* ---- PV: step ks covers tokens 16 ks .. + 15; this thread's A
-     * registers hold tokens 2 tig, + 1 (a0, a1) and 2 tig + 8, + 9 (a2, a3)
-     * of the step, dims from its V word ---- */
+    /* ---- PV: step ks covers warp ks's tokens; this thread's A registers
+     * hold K indices 2 tig, + 1 (va) and 2 tig + 8, + 9 (vb) of the step,
+     * dims from its V word ---- */
     {
-      uq_u32 va[2][8], vb[2][8]; /* [set]: token pairs (2 tig, + 1), (2 tig + 8, + 9) */
+      uq_u32 va[2][8], vb[2][8]; /* [set] */
       auto convert = [&](int set, int ks) {
-        const uq_u8 *r0 = raw + (16 * ks + 2 * tig) * UQ_WG_SLOT;
-        const uq_u32 xa = *(const uq_u32 *)(r0 + voff);
-        const uq_u32 ya = *(const uq_u32 *)(r0 + UQ_WG_SLOT + voff);
-        const uq_u32 xb = *(const uq_u32 *)(r0 + 8 * UQ_WG_SLOT + voff);
-        const uq_u32 yb = *(const uq_u32 *)(r0 + 9 * UQ_WG_SLOT + voff);
-        const uq_u32 bxa = r0[vsoff];
-        const uq_u32 bya = r0[UQ_WG_SLOT + vsoff];
-        const uq_u32 bxb = r0[8 * UQ_WG_SLOT + vsoff];
-        const uq_u32 byb = r0[9 * UQ_WG_SLOT + vsoff];
+        const uq_u8 *ra = raw + uq_wg_pv_token(ks, 2 * tig) * UQ_SM90_SLOT;
+        const uq_u8 *rb = raw + uq_wg_pv_token(ks, 2 * tig + 1) * UQ_SM90_SLOT;
+        const uq_u8 *rc = raw + uq_wg_pv_token(ks, 2 * tig + 8) * UQ_SM90_SLOT;
+        const uq_u8 *rd = raw + uq_wg_pv_token(ks, 2 * tig + 9) * UQ_SM90_SLOT;
+        const uq_u32 xa = *(const uq_u32 *)(ra + voff);
+        const uq_u32 ya = *(const uq_u32 *)(rb + voff);
+        const uq_u32 xb = *(const uq_u32 *)(rc + voff);
+        const uq_u32 yb = *(const uq_u32 *)(rd + voff);
+        const uq_u32 bxa = ra[vsoff];
+        const uq_u32 bya = rb[vsoff];
+        const uq_u32 bxb = rc[vsoff];
+        const uq_u32 byb = rd[vsoff];
         uq_wg_fp4x8x2_bf16s(xa, ya, va[set]);
         uq_wg_fp4x8x2_bf16s(xb, yb, vb[set]);
         const uq_u32 lo_a = uq_wg_vscale_lo2(bxa, bya);
@@ -536,7 +494,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         uq_wg_hold(acc[mt]);
     }
   }
-  uq_wg_cp_wait0();
+  uq_sm90_cp_wait<0>();
 
   /* ---- the partition's sums, then bf16(acc / l) ---- */
   float l[4];
@@ -558,20 +516,21 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       l[i] = (rs.x + rs.y) + (rs.z + rs.w);
     }
   }
+  uq_u16 *out = (uq_u16 *)p.segm_out;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int n = (i & 1) + 2 * tig + 8 * (i >> 1);
     if (n >= UQ_QG)
       continue;
-    const float inv_ok = l[i] > 0.0f ? 1.0f : 0.0f;
+    /* One correctly rounded reciprocal per query; acc * (1 / l) is within
+     * an fp32 ulp of acc / l before the bf16 rounding. */
+    const float inv = l[i] > 0.0f ? __frcp_rn(l[i]) : 0.0f;
     uq_u32 w[4];
 #pragma unroll
     for (int mt = 0; mt < 4; ++mt) {
       /* dims 8 vword + 2 mt + h: rows grp (h = 0) and grp + 8 (h = 1) */
       const int e0 = (i & 1) + 4 * (i >> 1);
-      const float o0 = inv_ok != 0.0f ? acc[mt][e0] / l[i] : 0.0f;
-      const float o1 = inv_ok != 0.0f ? acc[mt][e0 + 2] / l[i] : 0.0f;
-      w[mt] = (uq_u32)uq_f32_to_bf16(o0) | ((uq_u32)uq_f32_to_bf16(o1) << 16);
+      w[mt] = uq_wg_bf16x2(acc[mt][e0 + 2] * inv, acc[mt][e0] * inv);
     }
     uint4 v;
     v.x = w[0];
@@ -580,7 +539,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     v.w = w[3];
     *(uint4 *)(out + (row0 + n) * UQ_HEAD_DIM + 8 * vword) = v;
     if (warp == 0 && grp == 0) {
-      p.segm_max[row0 + n] = m_run[i];
+      /* Back to natural-log units (FORMAT.md section 6). */
+      p.segm_max[row0 + n] = m_run[i] * (1.0f / UQ_LOG2E);
       p.segm_sum[row0 + n] = l[i];
     }
   }

@@ -11,19 +11,21 @@
  *  - QK as S^T = K Q^T: wgmma m64n16k32 e4m3, one per 32-dim group g.
  *    A = K codes (64 tokens x 32 dims) from registers, B = the haircut
  *    query (32 dims x 16 queries) from shared memory. Warp w's rows are
- *    tokens 16 w .. 16 w + 15; a thread (grp = lane / 4, tig = lane % 4)
- *    holds rows grp and grp + 8, k = 4 tig .. + 3 (registers a0, a1) and
+ *    tokens 16 w .. 16 w + 15 in the order of uq_wg_qk_token; a thread
+ *    (grp = lane / 4, tig = lane % 4) holds rows grp and grp + 8,
+ *    k = 4 tig .. + 3 (registers a0, a1) and
  *    k = 16 + 4 tig .. + 3 (a2, a3), four E4M3 per register: code word
  *    tig of the group of each of its two tokens, even codes in a0 / a1,
  *    odd codes in a2 / a3. The query is stored with the matching
  *    permutation of dims (uq_wg_q_dim), so q.k is unchanged.
  *  - PV as O^T = V^T P^T: wgmma m64n16k16 bf16, one per (64-dim tile mt,
  *    16-token step). A = V (64 dims x 16 tokens) from registers, B = P
- *    (16 tokens x 16 queries, bf16) from shared memory. A thread holds
- *    rows (dims) grp and grp + 8 of its warp's sixteen, k (tokens) 2 tig,
- *    2 tig + 1 (a0 row grp, a1 row grp + 8) and 2 tig + 8, + 9 (a2, a3):
- *    for every token, V code word 8 w + grp, whose eight codes are the
- *    thread's rows of the four tiles (uq_wg_o_dim).
+ *    (16 tokens x 16 queries, bf16) from shared memory; K index j of
+ *    step ks is token uq_wg_pv_token(ks, j). A thread holds rows (dims)
+ *    grp and grp + 8 of its warp's sixteen, k 2 tig, 2 tig + 1 (a0 row
+ *    grp, a1 row grp + 8) and 2 tig + 8, + 9 (a2, a3): for every token, V
+ *    code word 8 w + grp, whose eight codes are the thread's rows of the
+ *    four tiles (uq_wg_o_dim).
  *  - D fragments (both products): thread holds rows grp (d0, d1, d4, d5)
  *    and grp + 8 (d2, d3, d6, d7) of its warp's sixteen, columns 2 tig +
  *    e (d0..d3) and 8 + 2 tig + e (d4..d7), e = 0, 1.
@@ -59,11 +61,32 @@ UQ_DEV int uq_wg_q_offset(int n, int g, int kk) {
   return (2 * g + (kk >> 4)) * UQ_WG_LBO + (n >> 3) * UQ_WG_SBO + (n & 7) * 16 + (kk & 15);
 }
 
-/* Byte offset, in the P operand, of query n, token t (0..63) of the
- * chunk: K-block t / 8 of 8 bf16 values. */
-UQ_DEV int uq_wg_p_offset(int n, int t) {
-  return (t >> 3) * UQ_WG_LBO + (n >> 3) * UQ_WG_SBO + (n & 7) * 16 + 2 * (t & 7);
+/* Byte offset, in the P operand, of query n, K index k (0..63) of PV
+ * over the chunk: K-block k / 8 of 8 bf16 values. */
+UQ_DEV int uq_wg_p_offset(int n, int k) {
+  return (k >> 3) * UQ_WG_LBO + (n >> 3) * UQ_WG_SBO + (n & 7) * 16 + 2 * (k & 7);
 }
+
+/* Token (0..63 of the chunk) of QK row grp + 8 h of warp w. The rows are
+ * a permutation of the warp's sixteen tokens 16 w .. + 15, chosen so that
+ *  - the thread's two rows (h = 0, 1) are adjacent K indices of PV
+ *    (uq_wg_p_k): its two P values of a query are one 32-bit store;
+ *  - the shared-memory reads of QK and PV are free of bank conflicts: for
+ *    a fixed h the eight lane groups' tokens differ mod 8 (272-byte slots
+ *    put token t at bank 4 t mod 32, and tig adds 0..3), and PV's
+ *    K indices 2 tig + e / 2 tig + 8 + e take tokens 2 tig (+ 1) + 8 e,
+ *    apart by 8 banks (grp adds 0..7). */
+UQ_DEV int uq_wg_qk_token(int w, int grp, int h) {
+  return 16 * w + 8 * h + 2 * (grp & 3) + (grp >> 2);
+}
+
+/* K index of PV (the column of P) of the token of QK row grp + 8 h of
+ * warp w: 16 w + 2 grp + h, so that PV step ks (K indices 16 ks .. + 15)
+ * covers exactly warp ks's tokens. */
+UQ_DEV int uq_wg_p_k(int w, int grp, int h) { return 16 * w + 2 * grp + h; }
+
+/* Token of K index j (0..15) of PV step ks: the inverse of uq_wg_p_k. */
+UQ_DEV int uq_wg_pv_token(int ks, int j) { return uq_wg_qk_token(ks, j >> 1, j & 1); }
 
 /* Byte offset, inside a slot, of the K code word a thread reads for group
  * g: dims 32 g + 8 tig .. + 7. */

@@ -203,6 +203,11 @@ int main(void) {
     uq_context_destroy(ctx);
     return 1;
   }
+  /* UQ_TEST_FILTER=<cmocka pattern> runs the matching tests only (the
+   * short ones under compute-sanitizer, say). */
+  const char *filter = getenv("UQ_TEST_FILTER");
+  if (filter != NULL)
+    cmocka_set_test_filter(filter);
   int failed = 0;
   for (int v = 0; v < nvariants; v++) {
     const char *name = variants[v] ? variants[v] : "default";

@@ -331,7 +331,7 @@ static void emit_block_threads_follow_the_launch_contract(void **state) {
   k = decode_key("sm_90", 8, 32, 1);
   assert_int_equal(uq__gen_block_threads(&k), 128);
   k = small_key(UQ_KERNEL_REDUCE, "sm_90");
-  assert_int_equal(uq__gen_block_threads(&k), 64);
+  assert_int_equal(uq__gen_block_threads(&k), 256);
   k = small_key(UQ_KERNEL_STORE, "gfx942");
   assert_int_equal(uq__gen_block_threads(&k), 128); /* one per element */
   k = small_key(UQ_KERNEL_PROLOGUE, "gfx942");

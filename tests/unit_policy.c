@@ -597,8 +597,9 @@ static void policy_picks_the_best_layer_unless_a_lower_one_is_asked(
   unsetenv("UQJIT_VARIANT");
 }
 
-/* The layers share one launch contract: on sm_90a a plan differs between
- * variants only in the keys' variant field. */
+/* The layers share one launch contract: on sm_90a a plan whose grid is
+ * below the warpgroup layer's full grid (here 3 x 3 x 64 blocks) differs
+ * between variants only in the keys' variant field. */
 static void policy_layers_share_the_launch_contract(void **state) {
   (void)state;
   static const char *const envs[] = {"warpgroup", "matrix", "portable"};
@@ -619,6 +620,53 @@ static void policy_layers_share_the_launch_contract(void **state) {
   unsetenv("UQJIT_VARIANT");
   assert_memory_equal(&plans[0], &plans[1], sizeof plans[0]);
   assert_memory_equal(&plans[0], &plans[2], sizeof plans[0]);
+}
+
+/* The warpgroup layer halves vLLM's partitions while B x Hk x P stays at
+ * 2048 blocks or more (hand-worked rows: vLLM's P / TGPP from the rows
+ * above, then the halvings), and keeps them otherwise; the matrix layer on
+ * the same target keeps vLLM's. */
+static void warpgroup_layer_halves_partitions_of_full_grids(void **state) {
+  (void)state;
+  static const struct {
+    int b, hq, hk, bs, mb;
+    int vllm_p, p, tgpp;
+  } cases[] = {
+      /* W=131072 req=512 B=16: vLLM P=256 TGPP=2; 16*128=2048 keeps one
+       * halving, 16*64 is below */
+      {16, 16, 1, 64, 2048, 256, 128, 4},
+      /* W=16384 req=64 B=64: vLLM a=max(32,64)=64 P=64 TGPP=1; 64*32=2048 */
+      {64, 16, 1, 64, 256, 64, 32, 2},
+      /* Hk=4: 256 kv heads, 256*8=2048: P=8 TGPP=8 */
+      {64, 24, 4, 64, 256, 64, 8, 8},
+      /* W=2048 B=4: vLLM P=16, 4*16=64 blocks: unchanged */
+      {4, 16, 1, 16, 128, 16, 16, 1},
+      /* W=131072 B=8 cap 512: P=512 TGPP=1; 8*256=2048: P=256 TGPP=2 */
+      {8, 16, 1, 256, 512, 512, 256, 2},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uq_shape s = make_shape(cases[i].b, cases[i].hq, cases[i].hk, cases[i].bs, cases[i].mb, 0);
+    uq_plan vllm, wg, matrix;
+    assert_int_equal(uq_plan_make(&s, "gfx950", &vllm), 0);
+    assert_int_equal(uq_plan_make(&s, "sm_90a", &wg), 0);
+    setenv("UQJIT_VARIANT", "matrix", 1);
+    assert_int_equal(uq_plan_make(&s, "sm_90a", &matrix), 0);
+    unsetenv("UQJIT_VARIANT");
+    assert_int_equal(vllm.num_partitions, cases[i].vllm_p);
+    assert_int_equal(matrix.num_partitions, cases[i].vllm_p);
+    if (wg.num_partitions != cases[i].p || wg.tile_groups_per_partition != cases[i].tgpp)
+      fail_msg("case %zu: got P=%d TGPP=%d, want P=%d TGPP=%d", i, wg.num_partitions,
+               wg.tile_groups_per_partition, cases[i].p, cases[i].tgpp);
+    /* The plan is honest: grid, keys and workspace follow its P. */
+    assert_int_equal(wg.decode_grid[2], cases[i].p);
+    for (int k = 0; k < wg.num_kernels; k++) {
+      assert_int_equal(wg.kernels[k].num_partitions, cases[i].p);
+      assert_int_equal(wg.kernels[k].variant, UQ_VARIANT_WARPGROUP);
+    }
+    assert_int_equal(wg.kernels[0].tile_groups_per_partition, cases[i].tgpp);
+    assert_true((int64_t)cases[i].p * cases[i].tgpp * 256 >= (int64_t)cases[i].bs * cases[i].mb);
+    assert_true(wg.workspace_bytes <= vllm.workspace_bytes);
+  }
 }
 
 static void plan_reads_only_shape_fields(void **state) {
@@ -701,6 +749,7 @@ int main(void) {
       cmocka_unit_test(policy_resolves_defaults_and_targets),
       cmocka_unit_test(policy_picks_the_best_layer_unless_a_lower_one_is_asked),
       cmocka_unit_test(policy_layers_share_the_launch_contract),
+      cmocka_unit_test(warpgroup_layer_halves_partitions_of_full_grids),
       cmocka_unit_test(plan_reads_only_shape_fields),
       cmocka_unit_test(store_key_is_built_and_checked),
   };

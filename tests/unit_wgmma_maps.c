@@ -404,10 +404,10 @@ static void qk_wgmma_per_group_gives_q_dot_k_over_the_groups_dims_times_2_pow_mi
     }
     const uint64_t desc_q = desc_encode(QT_ADDR, (uq_u32)UQ_WG_LBO, (uq_u32)UQ_WG_SBO);
     for (int g = 0; g < 8; g++) {
-      /* The kernel's convert: tokens 16 w + grp (k0) and + 8 (k1). */
+      /* The kernel's convert: rows grp (k0) and grp + 8 (k1). */
       for (int tid = 0; tid < THREADS; tid++) {
         int w = tid / 32, grp = (tid % 32) / 4, tig = tid % 4;
-        const uq_u8 *k0 = slots[16 * w + grp], *k1 = slots[16 * w + grp + 8];
+        const uq_u8 *k0 = slots[uq_wg_qk_token(w, grp, 0)], *k1 = slots[uq_wg_qk_token(w, grp, 1)];
         uq_u32 x = load32(k0 + uq_wg_k_word_offset(g, tig));
         uq_u32 y = load32(k1 + uq_wg_k_word_offset(g, tig));
         uq_wg_fp4x8_e4m3(x, &a[tid][0], &a[tid][2]);
@@ -418,7 +418,7 @@ static void qk_wgmma_per_group_gives_q_dot_k_over_the_groups_dims_times_2_pow_mi
       for (int tid = 0; tid < THREADS; tid++) {
         int w = tid / 32, grp = (tid % 32) / 4, tig = tid % 4;
         for (int e = 0; e < 8; e++) {
-          int t = 16 * w + grp + 8 * kern_d_half(e), n = kern_d_query(tig, e);
+          int t = uq_wg_qk_token(w, grp, kern_d_half(e)), n = kern_d_query(tig, e);
           double want = 0;
           for (int dim = 32 * g; dim < 32 * g + 32; dim++)
             want += e4m3_value(qb[n][dim]) * k_value(t, dim);
@@ -455,14 +455,16 @@ static void pv_wgmma_per_tile_and_step_gives_p_times_v_of_the_o_dim_times_2_pow_
     /* Unwritten P bytes read as bf16 NaN (0xFFFF). */
     memset(smem, 0xff, sizeof smem);
     /* The kernel's P write: thread (w, grp, tig), D element e of the QK
-     * product stands for token 16 w + grp + 8 ((e >> 1) & 1), query (e &
-     * 1) + 2 tig + 8 (e >> 2). */
+     * product stands for the token of row grp + 8 h (h = (e >> 1) & 1),
+     * query (e & 1) + 2 tig + 8 (e >> 2), and goes to K index
+     * uq_wg_p_k(w, grp, h) of PV. */
     for (int tid = 0; tid < THREADS; tid++) {
       int w = tid / 32, grp = (tid % 32) / 4, tig = tid % 4;
       for (int e = 0; e < 8; e++) {
         int n = (e & 1) + 2 * tig + 8 * (e >> 2);
-        int t = 16 * w + grp + 8 * ((e >> 1) & 1);
-        int off = uq_wg_p_offset(n, t);
+        int h = (e >> 1) & 1;
+        int t = uq_wg_qk_token(w, grp, h);
+        int off = uq_wg_p_offset(n, uq_wg_p_k(w, grp, h));
         smem[PT_ADDR + off] = (uq_u8)(p[n][t] & 0xffu);
         smem[PT_ADDR + off + 1] = (uq_u8)(p[n][t] >> 8);
       }
@@ -471,16 +473,19 @@ static void pv_wgmma_per_tile_and_step_gives_p_times_v_of_the_o_dim_times_2_pow_
     memset(d, 0, sizeof d);
     for (int ks = 0; ks < 4; ks++)
       for (int mt = 0; mt < 4; mt++) {
-        /* The kernel's convert and launch: tokens 16 ks + 2 tig, + 1
-         * (va), + 8, + 9 (vb) of the thread's V word; registers va[2 mt],
-         * va[2 mt + 1], vb[2 mt], vb[2 mt + 1]. */
+        /* The kernel's convert and launch: the tokens of K indices 2 tig,
+         * + 1 (va), + 8, + 9 (vb) of step ks, the thread's V word;
+         * registers va[2 mt], va[2 mt + 1], vb[2 mt], vb[2 mt + 1]. */
         for (int tid = 0; tid < THREADS; tid++) {
           int w = tid / 32, grp = (tid % 32) / 4, tig = tid % 4;
           int voff = VCODE + 4 * uq_wg_v_word(w, grp);
-          int r0 = 16 * ks + 2 * tig;
+          const uq_u8 *ta = slots[uq_wg_pv_token(ks, 2 * tig)];
+          const uq_u8 *tb = slots[uq_wg_pv_token(ks, 2 * tig + 1)];
+          const uq_u8 *tc = slots[uq_wg_pv_token(ks, 2 * tig + 8)];
+          const uq_u8 *td = slots[uq_wg_pv_token(ks, 2 * tig + 9)];
           uq_u32 va[8], vb[8];
-          uq_wg_fp4x8x2_bf16s(load32(slots[r0] + voff), load32(slots[r0 + 1] + voff), va);
-          uq_wg_fp4x8x2_bf16s(load32(slots[r0 + 8] + voff), load32(slots[r0 + 9] + voff), vb);
+          uq_wg_fp4x8x2_bf16s(load32(ta + voff), load32(tb + voff), va);
+          uq_wg_fp4x8x2_bf16s(load32(tc + voff), load32(td + voff), vb);
           a[tid][0] = va[2 * mt];
           a[tid][1] = va[2 * mt + 1];
           a[tid][2] = vb[2 * mt];
@@ -582,8 +587,8 @@ static void p_offset_is_injective_within_2048_bytes_and_bf16_aligned(void **st) 
   static int seen[2048];
   memset(seen, 0, sizeof seen);
   for (int n = 0; n < 16; n++)
-    for (int t = 0; t < 64; t++) {
-      int off = uq_wg_p_offset(n, t);
+    for (int k = 0; k < 64; k++) {
+      int off = uq_wg_p_offset(n, k);
       assert_in_range(off, 0, 2046);
       assert_int_equal(off % 2, 0);
       seen[off]++;
@@ -604,6 +609,84 @@ static void lbo_sbo_are_representable_in_the_descriptor(void **st) {
   assert_true(UQ_WG_SBO > 0 && UQ_WG_SBO >> 4 < (1 << 14));
 }
 
+
+/* ---- 6. the token order of the chunk ---- */
+
+static void qk_tokens_permute_each_warps_sixteen_and_pv_reads_them_back(void **st) {
+  (void)st;
+  for (int w = 0; w < 4; w++) {
+    int seen[64] = {0};
+    for (int grp = 0; grp < 8; grp++)
+      for (int h = 0; h < 2; h++) {
+        int t = uq_wg_qk_token(w, grp, h);
+        assert_in_range(t, 16 * w, 16 * w + 15);
+        seen[t]++;
+        /* The kernel reads row grp + 8 at k0 + 8 slots. */
+        assert_int_equal(uq_wg_qk_token(w, grp, 1), uq_wg_qk_token(w, grp, 0) + 8);
+        /* P of this row goes to K index uq_wg_p_k, which PV step w reads
+         * back as the same token. */
+        int k = uq_wg_p_k(w, grp, h);
+        assert_in_range(k, 16 * w, 16 * w + 15);
+        assert_int_equal(uq_wg_pv_token(w, k - 16 * w), t);
+      }
+    for (int t = 16 * w; t < 16 * w + 16; t++)
+      assert_int_equal(seen[t], 1);
+  }
+}
+
+/* Shared-memory bank (4-byte words, 32 banks) of a byte offset. */
+static int bank_of(int off) { return (off / 4) % 32; }
+
+/* The 32 lanes of one load hit 32 different banks, or the same word. */
+static void assert_conflict_free(const int off[32], const char *what) {
+  for (int a = 0; a < 32; a++)
+    for (int b = a + 1; b < 32; b++)
+      if (off[a] / 4 != off[b] / 4 && bank_of(off[a]) == bank_of(off[b]))
+        fail_msg("%s: lanes %d and %d share bank %d", what, a, b, bank_of(off[a]));
+}
+
+static void k_and_v_word_reads_are_free_of_bank_conflicts(void **st) {
+  (void)st;
+  int off[32];
+  for (int w = 0; w < 4; w++) {
+    /* QK: code word tig of group g of rows grp and grp + 8. */
+    for (int g = 0; g < 8; g++)
+      for (int h = 0; h < 2; h++) {
+        for (int lane = 0; lane < 32; lane++)
+          off[lane] = uq_wg_qk_token(w, lane / 4, h) * SLOT + uq_wg_k_word_offset(g, lane % 4);
+        assert_conflict_free(off, "K word");
+      }
+    /* PV: V word 8 w + grp of the tokens of K indices 2 tig + j. */
+    for (int ks = 0; ks < 4; ks++)
+      for (int j = 0; j < 10; j++) {
+        if (j == 2)
+          j = 8;
+        for (int lane = 0; lane < 32; lane++)
+          off[lane] = uq_wg_pv_token(ks, 2 * (lane % 4) + j) * SLOT + VCODE +
+                      4 * uq_wg_v_word(w, lane / 4);
+        assert_conflict_free(off, "V word");
+      }
+  }
+}
+
+static void a_threads_two_p_values_of_a_query_are_one_aligned_word(void **st) {
+  (void)st;
+  for (int w = 0; w < 4; w++)
+    for (int grp = 0; grp < 8; grp++)
+      for (int tig = 0; tig < 4; tig++) {
+        int k = uq_wg_p_k(w, grp, 0);
+        for (int i = 0; i < 4; i++) {
+          int n = (i & 1) + 2 * tig + 8 * (i >> 1);
+          int lo = uq_wg_p_offset(n, k);
+          assert_int_equal(lo % 4, 0);
+          assert_int_equal(uq_wg_p_offset(n, uq_wg_p_k(w, grp, 1)), lo + 2);
+          /* The kernel's address: that of query 2 tig, plus 16 bytes for
+           * the odd query and the stride-dimension offset for + 8. */
+          assert_int_equal(lo, uq_wg_p_offset(2 * tig, k) + 16 * (i & 1) + UQ_WG_SBO * (i >> 1));
+        }
+      }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fp4x8_to_e4m3_is_value_times_2_pow_minus_6_even_odd_split),
@@ -617,6 +700,9 @@ int main(void) {
       cmocka_unit_test(q_offset_is_injective_within_4096_bytes),
       cmocka_unit_test(p_offset_is_injective_within_2048_bytes_and_bf16_aligned),
       cmocka_unit_test(lbo_sbo_are_representable_in_the_descriptor),
+      cmocka_unit_test(qk_tokens_permute_each_warps_sixteen_and_pv_reads_them_back),
+      cmocka_unit_test(k_and_v_word_reads_are_free_of_bank_conflicts),
+      cmocka_unit_test(a_threads_two_p_values_of_a_query_are_one_aligned_word),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

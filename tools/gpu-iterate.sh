@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A development iteration on the lent GPU in one device call (~5 min):
 #   (a) tools/gpu-check.sh with the gpu suite for one decode variant
-#       (UQ_TEST_VARIANT, default "default": the layer the device gets);
+#       (UQ_TEST_VARIANT, default "default": the layer the device gets;
+#       "all": every layer);
 #   (b) the SASS of the warpgroup decode kernel for B=16, 128k, 1:16 and an
 #       opcode histogram of it;
 #   (c) uqjit bench on a few shapes for each of UQ_ITER_VARIANTS (default
@@ -19,7 +20,10 @@ say() { printf '== %s (%s s)\n' "$*" "$(($(date +%s) - t0))"; }
 
 say "gpu-check (gpu suite, variant ${UQ_TEST_VARIANT:-default})"
 [ "${UQ_ITER_SUITES:-1}" = 0 ] && export UQ_GPU_SUITES=none
-UQ_TEST_VARIANT=${UQ_TEST_VARIANT:-default} UQ_GPU_BUILD=$build UQ_GPU_SUITES=${UQ_GPU_SUITES:-gpu} \
+# UQ_TEST_VARIANT=all runs every layer (gpu_decode.c's default without it).
+variant=(env UQ_TEST_VARIANT="${UQ_TEST_VARIANT:-default}")
+[ "${UQ_TEST_VARIANT:-}" = all ] && variant=(env -u UQ_TEST_VARIANT)
+"${variant[@]}" UQ_GPU_BUILD=$build UQ_GPU_SUITES=${UQ_GPU_SUITES:-gpu} \
   OUT=$OUT timeout "${UQ_ITER_CHECK_S:-240}" bash tools/gpu-check.sh >"$OUT/check.log" 2>&1
 echo "gpu-check rc=$?"
 grep -E "^(== variant|qg |worst)|FAILED|ERROR|FAIL|uqjit:gpu|^Ok:|^Fail:|Skipped:|non-finite|rel_l2|mismatch" \
@@ -39,18 +43,20 @@ grep -E '^\s+/\*[0-9a-f]{4}\*/' "$OUT/sass-wg.txt" |
   sort -rn | head -25 | tr '\n' ' '
 echo
 
-# (d) optional: Nsight Compute on one decode launch per variant (stall
-# reasons, occupancy, the hottest SASS lines).
+# (d) optional: Nsight Compute on one decode and one reduce launch per
+# variant (stall reasons, occupancy, memory throughput, the hottest SASS
+# lines).
 if [ -n "${UQ_ITER_NCU:-}" ] && command -v ncu >/dev/null; then
   for v in ${UQ_ITER_VARIANTS:-warpgroup matrix}; do
     say "ncu $v"
     UQJIT_VARIANT=$v timeout 120 ncu --clock-control none --section SpeedOfLight \
       --section Occupancy --section SchedulerStats --section WarpStateStats \
-      --section SourceCounters --section InstructionStats -k regex:uq_decode -c 1 \
+      --section SourceCounters --section InstructionStats --section MemoryWorkloadAnalysis \
+      -k regex:'uq_(decode|reduce)' -c 2 \
       "$B" bench --batch 16 --seq 128k --heads 1:16 --iters 2 --warmup 1 --no-graph \
       --no-overhead --check-seqs 0 >"$OUT/ncu-$v.txt" 2>&1
     echo "rc=$?"
-    grep -E "Duration|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Theoretical Occ|Registers|No Eligible|Active Warps Per|Eligible Warps|Stall|stall" "$OUT/ncu-$v.txt" | head -40
+    grep -E "^  uq_|Duration|DRAM Throughput|Memory Throughput|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Theoretical Occ|Registers|No Eligible|Active Warps Per|Eligible Warps|Stall|stall" "$OUT/ncu-$v.txt" | head -60
   done
 fi
 

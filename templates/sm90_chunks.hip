@@ -1,0 +1,153 @@
+/* What the two NVIDIA sm_90 decode layers (decode_mma_sm90.hip,
+ * decode_wgmma_sm90.hip) share: a partition's chunk schedule, the empty
+ * partition, and the asynchronous copy of a chunk's raw slots into shared
+ * memory. The layers differ in chunk size (CHUNK tokens, a power of two
+ * dividing 256) and in when they start and wait for a copy.
+ *
+ * The copy is flat: a chunk of CHUNK slots of 272 bytes lands contiguously
+ * in shared memory (slot t at 272 t), cut into PIECE-byte pieces; the
+ * pieces of each run of tokens in one physical block go to a team of
+ * threads, thread r of the team copying pieces r, r + team size, ... So
+ * consecutive threads write consecutive shared-memory bytes (no bank
+ * conflicts), and where a kv head's slots are adjacent in the cache (one
+ * kv head, padded_slot 272) they read consecutive global bytes: a run is
+ * one coalesced range. Tokens past seq_len are zero-filled without being
+ * read (codes 0, scales 0: K and V exactly 0). */
+
+#ifndef UQ_ROUTE_NVRTC
+#error "sm90_chunks.hip belongs to the NVIDIA (NVRTC) layers"
+#endif
+
+constexpr int UQ_SM90_SLOT = 272; /* bytes of a D=256 slot */
+/* 16-byte pieces need 16-byte aligned slots; other paddings copy 4 bytes
+ * at a time (padded_slot is a multiple of 4). */
+constexpr int UQ_SM90_PIECE = UQ_PADDED_SLOT % 16 == 0 ? 16 : 4;
+constexpr int UQ_SM90_SLOT_PIECES = UQ_SM90_SLOT / UQ_SM90_PIECE;
+/* Bytes between the slots of consecutive rows of one kv head. */
+constexpr long long UQ_SM90_ROW_STRIDE = (long long)UQ_NUM_KV_HEADS * UQ_PADDED_SLOT;
+
+UQ_DEV uq_u32 uq_sm90_saddr(const void *p) { return (uq_u32)__cvta_generic_to_shared(p); }
+
+/* One piece; `valid` false zero-fills it without reading `src`. */
+UQ_DEV void uq_sm90_cp(void *dst, const void *src, bool valid) {
+  if (UQ_SM90_PIECE == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(uq_sm90_saddr(dst)),
+                 "l"(src), "r"(valid ? 16 : 0)
+                 : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(uq_sm90_saddr(dst)),
+                 "l"(src), "r"(valid ? 4 : 0)
+                 : "memory");
+}
+UQ_DEV void uq_sm90_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+/* Until at most N of this thread's commit groups are still in flight. */
+template <int N> UQ_DEV void uq_sm90_cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* The sequence length the kernel walks: seq_lens[b] clamped to [0, the
+ * block table's window]. Token indices then fit 32 bits: the host refuses
+ * windows past INT32_MAX. */
+UQ_DEV uq_u32 uq_sm90_seq_len(const uq_decode_params &p, int b) {
+  const long long window = (long long)UQ_MAX_BLOCKS * UQ_BLOCK_SIZE;
+  long long len = p.seq_lens[b];
+  return (uq_u32)(len < 0 ? 0 : (len > window ? window : len));
+}
+
+/* First token of chunk k of partition `part` (FORMAT.md section 6: tile
+ * groups part, part + P, ..., each 256 / CHUNK chunks). */
+template <int CHUNK> UQ_DEV uq_u32 uq_sm90_chunk_base(int part, int k) {
+  constexpr int per_tg = 256 / CHUNK;
+  return ((uq_u32)part + (uq_u32)(k / per_tg) * UQ_NUM_PARTITIONS) * 256u +
+         (uq_u32)(k % per_tg) * CHUNK;
+}
+
+/* Chunks of partition `part`: full tile groups, then the last one's
+ * chunks up to seq_len (0 for a partition with no tokens). */
+template <int CHUNK> UQ_DEV int uq_sm90_chunks(int part, uq_u32 seq_len) {
+  constexpr uq_u32 per_tg = 256 / CHUNK;
+  const uq_u32 total = (seq_len + 255u) / 256u;
+  if (total <= (uq_u32)part)
+    return 0;
+  uq_u32 trips = (total - part + UQ_NUM_PARTITIONS - 1) / UQ_NUM_PARTITIONS;
+  trips = trips < (uq_u32)UQ_TGPP ? trips : (uq_u32)UQ_TGPP;
+  const uq_u32 last_tg = part + (trips - 1) * UQ_NUM_PARTITIONS;
+  const uq_u32 last = (seq_len - last_tg * 256u + CHUNK - 1) / CHUNK;
+  return (int)((trips - 1) * per_tg + (last < per_tg ? last : per_tg));
+}
+
+/* An empty partition's output: max -inf, sum 0, zeros. */
+UQ_DEV void uq_sm90_write_empty(const uq_decode_params &p, uq_i64 row0, int tid) {
+  uq_u32 *o = (uq_u32 *)((uq_u16 *)p.segm_out + row0 * UQ_HEAD_DIM);
+  for (int k = tid; k < UQ_QG * UQ_HEAD_DIM / 2; k += UQ_BLOCK_THREADS)
+    o[k] = 0u;
+  if (tid < UQ_QG) {
+    p.segm_max[row0 + tid] = uq_neg_inf();
+    p.segm_sum[row0 + tid] = 0.0f;
+  }
+}
+
+/* The physical blocks under a chunk: a chunk is aligned to its size, so
+ * it lies in one block when block_size >= CHUNK, else it spans RUNS =
+ * CHUNK / block_size whole blocks (runs of SPAN tokens). The threads split
+ * into RUNS equal teams, team q copying run q: each thread needs one block
+ * number, fetched a chunk ahead of its copy so that the copy does not
+ * wait on the block table. A run with no token below seq_len reads as
+ * block 0 and is never read from. */
+template <int CHUNK> struct uq_sm90_run {
+  static constexpr int SPAN = CHUNK < UQ_BLOCK_SIZE ? CHUNK : UQ_BLOCK_SIZE;
+  static constexpr int RUNS = CHUNK / SPAN;
+  static constexpr int TEAM = UQ_BLOCK_THREADS / RUNS;
+  static_assert(UQ_BLOCK_THREADS % RUNS == 0, "sm90 chunk copy: threads per run");
+};
+
+/* This thread's block of the chunk at token `base`. */
+template <int CHUNK>
+UQ_DEV int uq_sm90_load_block(const int *bt_row, uq_u32 seq_len, uq_u32 base, int tid) {
+  using run = uq_sm90_run<CHUNK>;
+  const uq_u32 t = base + (uq_u32)(tid / run::TEAM * run::SPAN);
+  return t < seq_len ? bt_row[t / UQ_BLOCK_SIZE] : 0;
+}
+
+/* Starts the copy of the chunk at token `base` of kv head kh into `dst`
+ * (CHUNK * 272 bytes); `blk` is this thread's uq_sm90_load_block. The
+ * caller commits. */
+template <int CHUNK>
+UQ_DEV void uq_sm90_copy_chunk(uq_u8 *dst, const uq_u8 *kv, int kh, uq_u32 seq_len, uq_u32 base,
+                               int blk, int tid) {
+  using run = uq_sm90_run<CHUNK>;
+  constexpr int pieces = run::SPAN * UQ_SM90_SLOT_PIECES; /* of a run */
+  constexpr int per_thread = (pieces + run::TEAM - 1) / run::TEAM;
+  constexpr int step = run::TEAM * UQ_SM90_PIECE; /* bytes between a thread's pieces */
+  const int q = tid / run::TEAM;
+  const int r = tid % run::TEAM; /* the thread's first piece of the run */
+  const uq_u32 first = base + (uq_u32)(q * run::SPAN);
+  /* Pieces of the run below seq_len, less r (may be <= 0). */
+  const uq_u32 left = seq_len > first ? seq_len - first : 0u;
+  const int valid = (int)(left < (uq_u32)run::SPAN ? left : (uq_u32)run::SPAN) * UQ_SM90_SLOT_PIECES - r;
+  const uq_i64 row = (uq_i64)blk * UQ_BLOCK_SIZE + (first % UQ_BLOCK_SIZE);
+  const uq_u8 *src = kv + (row * UQ_NUM_KV_HEADS + kh) * (uq_i64)UQ_PADDED_SLOT;
+  uq_u8 *d = dst + (q * run::SPAN * UQ_SM90_SLOT + UQ_SM90_PIECE * r);
+  if (UQ_SM90_ROW_STRIDE == UQ_SM90_SLOT) {
+    /* One kv head, no padding: the run is one range, piece i at byte
+     * PIECE i of it. */
+    const uq_u8 *s = src + UQ_SM90_PIECE * r;
+#pragma unroll
+    for (int j = 0; j < per_thread; ++j)
+      if ((j + 1) * run::TEAM <= pieces || r + j * run::TEAM < pieces)
+        uq_sm90_cp(d + step * j, s + step * j, j * run::TEAM < valid);
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < per_thread; ++j) {
+    const int i = r + j * run::TEAM;
+    if ((j + 1) * run::TEAM > pieces && i >= pieces)
+      break;
+    /* Piece i of the run: token tok, byte PIECE (i - 17 tok) of its slot
+     * (17 pieces a slot for PIECE 16). */
+    const int tok = i / UQ_SM90_SLOT_PIECES;
+    uq_sm90_cp(d + step * j,
+               src + (uq_i64)tok * UQ_SM90_ROW_STRIDE + UQ_SM90_PIECE * (i - tok * UQ_SM90_SLOT_PIECES),
+               j * run::TEAM < valid);
+  }
+}
