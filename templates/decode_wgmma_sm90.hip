@@ -27,9 +27,11 @@
  *  - PV: sixteen wgmma m64n16k16 bf16 (four 64-dim tiles x four 16-token
  *    steps), V dequantized to bf16 with the scale folded in, straight into
  *    the A registers (no shared-memory round trip), one step converted
- *    while the previous one runs.
- * Three barriers a chunk: A (chunk k is in, chunk k - 1's buffer and P
- * are free), B (row maxima), C (P is in). */
+ *    while the previous one runs. The scale factors are computed once per
+ *    chunk into a small table (each token's bytes by one thread).
+ * Three barriers a chunk: A (chunk k is in, chunk k - 1's buffer, P and
+ * the factor table are free), B (row maxima), C (P and the factors are
+ * in). */
 
 #ifndef UQ_ROUTE_NVRTC
 #error "decode_wgmma_sm90.hip is the NVIDIA (NVRTC) warpgroup layer"
@@ -52,6 +54,7 @@ struct alignas(128) uq_wg_smem {
   uq_u8 raw[2][UQ_WG_CHUNK * UQ_SM90_SLOT];
   alignas(128) uq_u8 qt[16 * UQ_HEAD_DIM];       /* B of QK: the haircut query, E4M3 */
   alignas(128) uq_u8 pt[16 * UQ_WG_CHUNK * 2];   /* B of PV: P, bf16 */
+  alignas(16) uq_u8 vfac[8 * UQ_WG_VFAC_ROW];    /* the chunk's V factors lo */
   float4 red_max[16];                            /* [query]: the four warps' values */
   float4 red_sum[16];
 };
@@ -273,6 +276,12 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   /* P of the thread's queries, K indices 2 grp (+ 1) of its warp's step:
    * offset of query 2 tig; query + 1 is 16 bytes on, + 8 one N-block. */
   const int p_at = uq_wg_p_offset(2 * tig, uq_wg_p_k(warp, grp, 0));
+  /* The V factors this thread computes each chunk: token ft's scale bytes
+   * of groups 4 fh .. 4 fh + 3. */
+  const int ft = tid >> 1;
+  const int fh = tid & 1;
+  const int ft_k = uq_wg_token_p_k(ft);
+  const int vgroup = vword / 4;
 
 #pragma unroll 1
   for (int k = 0; k < nch; ++k) {
@@ -288,6 +297,19 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
 
     const uq_u8 *raw = sm.raw[k & 1];
     const uq_u32 base = uq_sm90_chunk_base<UQ_WG_CHUNK>(part, k);
+
+    /* ---- V factors lo of the chunk (read by PV after barrier C; PV of
+     * chunk k - 1 is done with the table: barrier A) ---- */
+    bool vbig = false;
+    {
+      const uq_u32 w = *(const uq_u32 *)(raw + ft * UQ_SM90_SLOT + UQ_WG_VSCALE + 4 * fh);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uq_u32 byte = (w >> (8 * j)) & 0xFFu;
+        *(uq_u16 *)(sm.vfac + uq_wg_vfac_offset(4 * fh + j, ft_k)) = (uq_u16)uq_wg_vscale_lo1(byte);
+        vbig |= byte > 128u;
+      }
+    }
 
     /* ---- QK: rows (tokens) tq and tq + 8 ---- */
     float s[8];
@@ -419,7 +441,10 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         for (int e = 0; e < 8; ++e)
           acc[mt][e] *= alpha[(e & 1) + 2 * (e >> 2)];
     }
-    uq_barrier(); /* C: P is in */
+    /* C: P and the V factors are in; whether any V scale byte of the
+     * chunk is over 128 (V groups past 12 in magnitude: a second factor,
+     * rare) comes with it. */
+    const bool any_big = __syncthreads_or(vbig) != 0;
 
     /* ---- PV: step ks covers warp ks's tokens; this thread's A registers
      * hold K indices 2 tig, + 1 (va) and 2 tig + 8, + 9 (vb) of the step,
@@ -435,25 +460,21 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         const uq_u32 ya = *(const uq_u32 *)(rb + voff);
         const uq_u32 xb = *(const uq_u32 *)(rc + voff);
         const uq_u32 yb = *(const uq_u32 *)(rd + voff);
-        const uq_u32 bxa = ra[vsoff];
-        const uq_u32 bya = rb[vsoff];
-        const uq_u32 bxb = rc[vsoff];
-        const uq_u32 byb = rd[vsoff];
         uq_wg_fp4x8x2_bf16s(xa, ya, va[set]);
         uq_wg_fp4x8x2_bf16s(xb, yb, vb[set]);
-        const uq_u32 lo_a = uq_wg_vscale_lo2(bxa, bya);
-        const uq_u32 lo_b = uq_wg_vscale_lo2(bxb, byb);
+        /* lo of K indices 2 tig, + 1 and 2 tig + 8, + 9: one word each */
+        const uq_u32 lo_a = *(const uq_u32 *)(sm.vfac + uq_wg_vfac_offset(vgroup, 16 * ks + 2 * tig));
+        const uq_u32 lo_b = *(const uq_u32 *)(sm.vfac + uq_wg_vfac_offset(vgroup, 16 * ks + 2 * tig + 8));
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
           va[set][j] = uq_wg_bf16x2_mul(va[set][j], lo_a);
           vb[set][j] = uq_wg_bf16x2_mul(vb[set][j], lo_b);
         }
-        /* Scale bytes over 128 (V groups past 12 in magnitude) need the
-         * second factor; a multiply by 1 changes nothing elsewhere. */
-        const bool big = bxa > 128u || bya > 128u || bxb > 128u || byb > 128u;
-        if (__any_sync(0xffffffffu, big)) {
-          const uq_u32 hi_a = uq_wg_vscale_hi2(bxa, bya);
-          const uq_u32 hi_b = uq_wg_vscale_hi2(bxb, byb);
+        /* The second factor where the chunk has a scale byte over 128; a
+         * multiply by 1 changes nothing elsewhere. */
+        if (any_big) {
+          const uq_u32 hi_a = uq_wg_vscale_hi2(ra[vsoff], rb[vsoff]);
+          const uq_u32 hi_b = uq_wg_vscale_hi2(rc[vsoff], rd[vsoff]);
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
             va[set][j] = uq_wg_bf16x2_mul(va[set][j], hi_a);

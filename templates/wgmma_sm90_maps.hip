@@ -120,11 +120,8 @@ UQ_DEV void uq_wg_fp4x8x2_bf16s(uq_u32 x, uq_u32 y, uq_u32 r[8]) {
  * below 2^128 and every partial product is exact. Byte 0 reads as 2^-127
  * here, as FORMAT.md 2 allows (its group's codes are all 0). */
 #if UQ_MMA_SUBNORMAL_OPERANDS
-UQ_DEV uq_u32 uq_wg_vscale_lo2(uq_u32 a, uq_u32 b) {
-  const uq_u32 ea = (a < 128u ? a : 128u) + 126u;
-  const uq_u32 eb = (b < 128u ? b : 128u) + 126u;
-  return (ea | (eb << 16)) << 7;
-}
+/* lo of one byte, a bf16 in the low 16 bits. */
+UQ_DEV uq_u32 uq_wg_vscale_lo1(uq_u32 a) { return ((a < 128u ? a : 128u) + 126u) << 7; }
 UQ_DEV uq_u32 uq_wg_vscale_hi2(uq_u32 a, uq_u32 b) {
   const uq_u32 ea = (a < 128u ? 0u : a - 128u) + 127u;
   const uq_u32 eb = (b < 128u ? 0u : b - 128u) + 127u;
@@ -133,13 +130,32 @@ UQ_DEV uq_u32 uq_wg_vscale_hi2(uq_u32 a, uq_u32 b) {
 #else
 /* The fallback's values are unscaled: lo is the group scale itself
  * (2^(byte - 127), 0 for byte 0), hi is 1. */
-UQ_DEV uq_u32 uq_wg_vscale_lo2(uq_u32 a, uq_u32 b) { return (a | (b << 16)) << 7; }
+UQ_DEV uq_u32 uq_wg_vscale_lo1(uq_u32 a) { return a << 7; }
 UQ_DEV uq_u32 uq_wg_vscale_hi2(uq_u32 a, uq_u32 b) {
   (void)a;
   (void)b;
   return 0x3F803F80u;
 }
 #endif
+
+UQ_DEV uq_u32 uq_wg_vscale_lo2(uq_u32 a, uq_u32 b) {
+  return uq_wg_vscale_lo1(a) | (uq_wg_vscale_lo1(b) << 16);
+}
+
+/* The chunk's V factors lo, computed once per chunk into shared memory:
+ * table row g (V group) holds the bf16 lo of each token's scale byte at
+ * its PV K index (uq_wg_p_k), so that a thread's pair of K indices 2 j,
+ * 2 j + 1 is one aligned 32-bit word, as uq_wg_vscale_lo2 builds it. Rows
+ * are 72 bf16 apart (64 + 8 of padding): the two groups a warp reads, four
+ * words each, sit in different banks. */
+constexpr int UQ_WG_VFAC_ROW = 144;
+UQ_DEV int uq_wg_vfac_offset(int g, int k) { return g * UQ_WG_VFAC_ROW + 2 * k; }
+
+/* PV K index of chunk token t: the inverse of uq_wg_qk_token. */
+UQ_DEV int uq_wg_token_p_k(int t) {
+  const int r = t & 7;
+  return uq_wg_p_k(t >> 4, (r >> 1) + 4 * (r & 1), (t >> 3) & 1);
+}
 
 /* Byte j (0..3) of a word of K scale bytes as the fp32 bits of 2^(byte -
  * 127) (byte 0 -> 0; byte 255, never written for a valid token, -> inf). */

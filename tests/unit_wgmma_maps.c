@@ -687,6 +687,60 @@ static void a_threads_two_p_values_of_a_query_are_one_aligned_word(void **st) {
       }
 }
 
+/* The kernel's V factor table: thread tid writes token tid / 2's lo of
+ * groups 4 (tid % 2) .. + 3 at its PV K index; PV reads the words of K
+ * indices 2 tig (+ 1) and 2 tig + 8 (+ 9) of step ks in its V word's
+ * group. Every (group, K index) is written once, every read gives
+ * uq_wg_vscale_lo2 of the two tokens' bytes (as the per-step code did),
+ * and the reads are free of bank conflicts. */
+static void v_factor_table_gives_each_k_pair_its_two_tokens_lo(void **st) {
+  (void)st;
+  enum { TABLE = 8 * 144 }; /* 8 rows of UQ_WG_VFAC_ROW bytes */
+  assert_int_equal(UQ_WG_VFAC_ROW, 144);
+  static uq_u8 table[TABLE];
+  static int written[TABLE];
+  uq_u8 bytes[64][8];
+  for (int trial = 0; trial < 4; trial++) {
+    for (int t = 0; t < 64; t++)
+      for (int g = 0; g < 8; g++)
+        bytes[t][g] = (uq_u8)rnd();
+    memset(table, 0xee, sizeof table);
+    memset(written, 0, sizeof written);
+    for (int tid = 0; tid < THREADS; tid++) {
+      int t = tid >> 1, fh = tid & 1;
+      for (int j = 0; j < 4; j++) {
+        int off = uq_wg_vfac_offset(4 * fh + j, uq_wg_token_p_k(t));
+        assert_in_range(off, 0, (int)sizeof table - 2);
+        uq_u32 lo = uq_wg_vscale_lo1(bytes[t][4 * fh + j]);
+        assert_true(lo <= 0xffffu);
+        table[off] = (uq_u8)lo;
+        table[off + 1] = (uq_u8)(lo >> 8);
+        written[off]++;
+      }
+    }
+    for (int i = 0; i < (int)sizeof table; i++)
+      assert_in_range(written[i], 0, 1);
+    for (int ks = 0; ks < 4; ks++)
+      for (int w = 0; w < 4; w++)
+        for (int half = 0; half < 2; half++) {
+          int off[32];
+          for (int lane = 0; lane < 32; lane++) {
+            int grp = lane / 4, tig = lane % 4, g = uq_wg_v_word(w, grp) / 4;
+            int k = 16 * ks + 2 * tig + 8 * half;
+            off[lane] = uq_wg_vfac_offset(g, k);
+            assert_int_equal(off[lane] % 4, 0);
+            uq_u32 word = load32(table + off[lane]);
+            uq_u32 want = uq_wg_vscale_lo2(bytes[uq_wg_pv_token(ks, k - 16 * ks)][g],
+                                           bytes[uq_wg_pv_token(ks, k + 1 - 16 * ks)][g]);
+            if (word != want)
+              fail_msg("step %d warp %d lane %d: table word %08x, want %08x", ks, w, lane, word,
+                       want);
+          }
+          assert_conflict_free(off, "V factor word");
+        }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fp4x8_to_e4m3_is_value_times_2_pow_minus_6_even_odd_split),
@@ -703,6 +757,7 @@ int main(void) {
       cmocka_unit_test(qk_tokens_permute_each_warps_sixteen_and_pv_reads_them_back),
       cmocka_unit_test(k_and_v_word_reads_are_free_of_bank_conflicts),
       cmocka_unit_test(a_threads_two_p_values_of_a_query_are_one_aligned_word),
+      cmocka_unit_test(v_factor_table_gives_each_k_pair_its_two_tokens_lo),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
