@@ -96,9 +96,10 @@ static int choose_variant(const uq__target_info *info) {
  * partition adds workspace traffic and reduce work, so where the device
  * is full anyway fewer, longer partitions are faster (measured on the
  * H200: docs/BENCHMARKS.md). Halving never idles the device: a sequence
- * shorter than the window leaves partitions empty, and it keeps its
- * tile groups spread over min(P, its tile groups) blocks either way, so
- * it loses parallelism only where the grid is at least the full one. */
+ * shorter than the window leaves partitions empty, and the layer spreads
+ * its 64-token chunks over min(P, its chunks) blocks either way
+ * (wgmma_sm90_maps.hip, uq_wg_chunks), so it loses parallelism only where
+ * the grid is at least the full one. */
 static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts) {
   while (parts > 2 && kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID)
     parts /= 2;

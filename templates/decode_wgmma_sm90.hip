@@ -1,17 +1,18 @@
 /* The decode kernel on NVIDIA sm_90a with warpgroup matrix instructions
  * (variant WARPGROUP). Same contract as decode.hip: grid (B, Hk, P), one
  * block owns (sequence b, kv head kh, partition part) and all UQ_QG query
- * heads of that kv head, walks the strided tile-group schedule (FORMAT.md
- * section 6) and writes the partition's bf16 output normalised by its own
- * sum, with its max (natural-log units of the scaled logits) and sum. Same
+ * heads of that kv head, walks its share of the sequence's 64-token
+ * chunks (uq_wg_chunks: strided like FORMAT.md section 6's tile groups,
+ * but a chunk at a time) and writes the partition's bf16 output normalised
+ * by its own sum, with its max (natural-log units of the scaled logits) and sum. Same
  * numerics: the query rotated and haircut to E4M3 with the shared fp32
  * steps (or read from the prologue's q_rot), K and V dequantized exactly,
  * P rounded to bf16 for PV, fp32 accumulation.
  *
- * One warpgroup (128 threads). Tokens go in chunks of 64 (four per
- * 256-token tile group), copied raw (272 bytes a slot) into shared memory
- * with cp.async (sm90_chunks.hip: one flat, coalesced range per block),
- * double buffered: chunk k + 1 is copied while chunk k is computed. Per
+ * One warpgroup (128 threads). Tokens go in chunks of 64, copied raw
+ * (272 bytes a slot) into shared memory with cp.async (sm90_chunks.hip:
+ * one flat, coalesced range per block), double buffered: chunk k + 1 is
+ * copied while chunk k is computed. Per
  * chunk (wgmma_sm90_maps.hip has the fragment maps):
  *  - QK: eight wgmma m64n16k32 e4m3, one per 32-dim group, K converted to
  *    E4M3 in registers (A), the haircut query read by the tensor cores
@@ -159,7 +160,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     return;
 
   const uq_u32 seq_len = uq_sm90_seq_len(p, b);
-  const int nch = uq_sm90_chunks<UQ_WG_CHUNK>(part, seq_len);
+  const int nch = uq_wg_chunks(part, seq_len, UQ_NUM_PARTITIONS, UQ_TGPP);
   const uq_i64 row0 = (((uq_i64)b * UQ_NUM_KV_HEADS + kh) * UQ_NUM_PARTITIONS + part) * UQ_QG;
   if (nch == 0) {
     uq_sm90_write_empty(p, row0, tid); /* uniform per block */
@@ -170,11 +171,11 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
    * numbers are fetched one chunk ahead of its copy. */
   const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
   auto block_of = [&](int k) {
-    return uq_sm90_load_block<UQ_WG_CHUNK>(bt_row, seq_len, uq_sm90_chunk_base<UQ_WG_CHUNK>(part, k), tid);
+    return uq_sm90_load_block<UQ_WG_CHUNK>(bt_row, seq_len, uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS), tid);
   };
   auto copy_chunk = [&](int k, int blk) {
     uq_sm90_copy_chunk<UQ_WG_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len,
-                                    uq_sm90_chunk_base<UQ_WG_CHUNK>(part, k), blk, tid);
+                                    uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS), blk, tid);
   };
   copy_chunk(0, block_of(0));
   uq_sm90_cp_commit();
@@ -296,7 +297,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     uq_sm90_cp_commit();
 
     const uq_u8 *raw = sm.raw[k & 1];
-    const uq_u32 base = uq_sm90_chunk_base<UQ_WG_CHUNK>(part, k);
+    const uq_u32 base = uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS);
 
     /* ---- V factors lo of the chunk (read by PV after barrier C; PV of
      * chunk k - 1 is done with the table: barrier A) ---- */

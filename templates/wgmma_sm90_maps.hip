@@ -157,6 +157,28 @@ UQ_DEV int uq_wg_token_p_k(int t) {
   return uq_wg_p_k(t >> 4, (r >> 1) + 4 * (r & 1), (t >> 3) & 1);
 }
 
+/* The layer's schedule: a sequence's 64-token chunks go round-robin over
+ * the partitions, partition part taking chunks part, part + P, ..., at
+ * most 4 TGPP of them, where FORMAT.md section 6 deals out whole 256-token
+ * tile groups. Both cover the window (P TGPP tile groups); the finer
+ * stride spreads a sequence of n tokens over up to n / 64 blocks instead
+ * of n / 256, each with a quarter of the serial work, so short sequences
+ * finish sooner. P and TGPP are the plan's; the schedule is the layer's
+ * (v2 in every key), and the reduce merges partitions whatever they
+ * hold. */
+UQ_DEV int uq_wg_chunks(int part, uq_u32 seq_len, int parts, int tgpp) {
+  const uq_u32 total = (seq_len + 63u) / 64u;
+  if (total <= (uq_u32)part)
+    return 0;
+  const uq_u32 n = (total - (uq_u32)part + (uq_u32)parts - 1u) / (uq_u32)parts;
+  return n < 4u * (uq_u32)tgpp ? (int)n : 4 * tgpp;
+}
+
+/* First token of chunk k of partition part. */
+UQ_DEV uq_u32 uq_wg_chunk_token(int part, int k, int parts) {
+  return ((uq_u32)part + (uq_u32)k * (uq_u32)parts) * 64u;
+}
+
 /* Byte j (0..3) of a word of K scale bytes as the fp32 bits of 2^(byte -
  * 127) (byte 0 -> 0; byte 255, never written for a valid token, -> inf). */
 UQ_DEV uq_u32 uq_wg_kscale_bits(uq_u32 w, int j) {

@@ -741,6 +741,44 @@ static void v_factor_table_gives_each_k_pair_its_two_tokens_lo(void **st) {
   }
 }
 
+/* The layer's chunk schedule covers every 64-token chunk of a sequence
+ * exactly once, within the plan's P x TGPP tile groups, and a partition's
+ * chunks are ascending (the running softmax needs no order, but the
+ * kernel's masking assumes only the sequence's last chunk is partial). */
+static void chunk_schedule_covers_each_chunk_once(void **st) {
+  (void)st;
+  static int seen[4096];
+  static const int parts_list[] = {2, 4, 16, 32, 64, 128, 256, 512};
+  for (size_t pi = 0; pi < sizeof parts_list / sizeof parts_list[0]; pi++)
+    for (int tgpp = 1; tgpp <= 8; tgpp *= 2) {
+      int parts = parts_list[pi];
+      if ((long)parts * tgpp * 4 > 4096)
+        continue;
+      for (int trial = 0; trial < 40; trial++) {
+        /* Lengths within the window P TGPP 256, edges included. */
+        uq_u32 window = (uq_u32)parts * (uq_u32)tgpp * 256u;
+        uq_u32 len = trial == 0 ? 0u : trial == 1 ? window : trial == 2 ? 1u : rnd32() % (window + 1u);
+        uq_u32 total = (len + 63u) / 64u;
+        memset(seen, 0, sizeof seen);
+        for (int part = 0; part < parts; part++) {
+          int n = uq_wg_chunks(part, len, parts, tgpp);
+          assert_in_range(n, 0, 4 * tgpp);
+          for (int k = 0; k < n; k++) {
+            uq_u32 tok = uq_wg_chunk_token(part, k, parts);
+            assert_int_equal(tok % 64u, 0);
+            assert_true(tok < len);
+            if (k > 0)
+              assert_true(tok > uq_wg_chunk_token(part, k - 1, parts));
+            seen[tok / 64u]++;
+          }
+        }
+        for (uq_u32 c = 0; c < total; c++)
+          if (seen[c] != 1)
+            fail_msg("P=%d TGPP=%d len=%u: chunk %u seen %d times", parts, tgpp, len, c, seen[c]);
+      }
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fp4x8_to_e4m3_is_value_times_2_pow_minus_6_even_odd_split),
@@ -758,6 +796,7 @@ int main(void) {
       cmocka_unit_test(k_and_v_word_reads_are_free_of_bank_conflicts),
       cmocka_unit_test(a_threads_two_p_values_of_a_query_are_one_aligned_word),
       cmocka_unit_test(v_factor_table_gives_each_k_pair_its_two_tokens_lo),
+      cmocka_unit_test(chunk_schedule_covers_each_chunk_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
