@@ -214,12 +214,18 @@ int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
                       "block_size %lld is not 16, 32, 64, 128 or 256",
                       (long long)bs);
 
-  /* Split-KV sizing, FORMAT.md section 6, line for line. */
+  /* Split-KV sizing, FORMAT.md section 6, line for line (the warpgroup
+   * layer's two departures are marked). */
   int64_t required = ceil_div(window, KV_COMPUTE_BLOCK);
   int64_t cap = batch <= 8 ? 512 : 256;
   int64_t floor_p = min64(cap, max64(1, splits));
   int64_t actual = max64(floor_p, min64(cap, required));
-  actual = min64(actual, max64(1, ceil_div(window, 192)));
+  /* vLLM gives a partition ~192 tokens at least; the warpgroup layer deals
+   * out 64-token chunks (wgmma_sm90_maps.hip, uq_wg_chunks), so one chunk
+   * per partition is useful work: short windows get up to 3x the blocks,
+   * each with less serial work. */
+  const int64_t min_tokens = variant == UQ_VARIANT_WARPGROUP ? 64 : 192;
+  actual = min64(actual, max64(1, ceil_div(window, min_tokens)));
   int64_t parts = max64(2, next_pow2(actual));
   if (variant == UQ_VARIANT_WARPGROUP)
     parts = warpgroup_partitions(batch * hk, parts);
