@@ -330,11 +330,34 @@ static void amd_info(const elf *e, uq_code_info *info) {
 #define EIATTR_FRAME_SIZE 0x11
 #define EIATTR_REGCOUNT 0x2f
 
+/* The flags hold only the number of an arch-specific target (sm_90a:
+ * wgmma) or a family one (sm_100f). The toolkit note that ptxas writes,
+ * under NVRTC too, keeps its command line: "-arch sm_90a" gives the letter
+ * when its number agrees with the flags. */
+static void nv_arch_suffix(const elf *e, int sm, uq_code_info *info) {
+  section tk;
+  if (sm <= 0 || !elf_find(e, ".note.nv.tkinfo", &tk) || tk.data == NULL)
+    return;
+  static const char opt[] = "-arch sm_";
+  const char *p = memmem(tk.data, tk.size, opt, sizeof opt - 1);
+  if (p == NULL)
+    return;
+  const char *end = (const char *)tk.data + tk.size;
+  p += sizeof opt - 1;
+  int n = 0;
+  while (p < end && *p >= '0' && *p <= '9' && n < 10000)
+    n = n * 10 + (*p++ - '0');
+  if (n == sm && p < end && *p >= 'a' && *p <= 'z' &&
+      (p + 1 == end || !(p[1] >= 'a' && p[1] <= 'z')))
+    snprintf(info->isa, sizeof info->isa, "sm_%d%c", sm, *p);
+}
+
 static void nv_info(const elf *e, uq_code_info *info) {
   int sm = e->abi_version >= 8 ? (int)((e->flags >> 8) & 0xff)
                                : (int)(e->flags & 0xff);
   if (sm > 0)
     snprintf(info->isa, sizeof info->isa, "sm_%d", sm);
+  nv_arch_suffix(e, sm, info);
 
   /* The first kernel: the first .text.<name> section. */
   const char *kernel = NULL;

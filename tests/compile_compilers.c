@@ -125,6 +125,20 @@ static void nvrtc_compiles_sm90_to_a_cubin_with_register_count(void **state) {
   uq__free(obj);
 }
 
+/* The cubin's ELF flags name only the number (90); the arch-specific
+ * target that the warpgroup layer needs shows in the ISA line too. */
+static void nvrtc_sm90a_cubin_reports_the_arch_specific_isa(void **state) {
+  (void)state;
+  const uq__compiler *cc = want("sm_90a", UQ__ROUTE_NVRTC);
+  void *obj = NULL;
+  size_t len = 0;
+  compile_ok(cc, "sm_90a", nvrtc_src, &obj, &len);
+  uq_code_info info;
+  assert_int_equal(uq__code_info_from_object("sm_90a", obj, len, &info), 0);
+  assert_string_equal(info.isa, "sm_90a");
+  uq__free(obj);
+}
+
 static void nvrtc_cubin_reports_static_shared_memory(void **state) {
   (void)state;
   const uq__compiler *cc = want("sm_90", UQ__ROUTE_NVRTC);
@@ -476,6 +490,7 @@ int main(void) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(nvrtc_compiles_sm90_to_a_cubin_with_register_count, setup),
+      cmocka_unit_test_setup(nvrtc_sm90a_cubin_reports_the_arch_specific_isa, setup),
       cmocka_unit_test_setup(nvrtc_cubin_reports_static_shared_memory, setup),
       cmocka_unit_test_setup(clang_compiles_gfx950_and_gfx942_code_objects, setup),
       cmocka_unit_test_setup(hiprtc_compiles_gfx90a_by_default, setup),
