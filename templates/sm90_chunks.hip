@@ -138,16 +138,29 @@ UQ_DEV void uq_sm90_copy_chunk(uq_u8 *dst, const uq_u8 *kv, int kh, uq_u32 seq_l
         uq_sm90_cp(d + step * j, s + step * j, j * run::TEAM < valid);
     return;
   }
+  /* A general row stride: piece i sits at byte tok ROW_STRIDE + PIECE sub
+   * of the run, (tok, sub) = divmod(i, pieces a slot). The offset walks
+   * from the thread's first piece, TEAM pieces a step (whole slots and a
+   * remainder that may carry into the next slot), recomputed each chunk
+   * (the empty asm): a few registers rather than a hoisted offset per
+   * piece, which spilled. */
+  static_assert((long long)run::SPAN * UQ_SM90_ROW_STRIDE < (1LL << 31),
+                "sm90 chunk copy: a run's offsets must fit 32 bits");
+  constexpr int whole = run::TEAM / UQ_SM90_SLOT_PIECES;
+  constexpr int rest = run::TEAM % UQ_SM90_SLOT_PIECES;
+  int sub = r % UQ_SM90_SLOT_PIECES;
+  int off = (r / UQ_SM90_SLOT_PIECES) * (int)UQ_SM90_ROW_STRIDE + UQ_SM90_PIECE * sub;
+  asm volatile("" : "+r"(sub), "+r"(off));
 #pragma unroll
   for (int j = 0; j < per_thread; ++j) {
-    const int i = r + j * run::TEAM;
-    if ((j + 1) * run::TEAM > pieces && i >= pieces)
+    if ((j + 1) * run::TEAM > pieces && r + j * run::TEAM >= pieces)
       break;
-    /* Piece i of the run: token tok, byte PIECE (i - 17 tok) of its slot
-     * (17 pieces a slot for PIECE 16). */
-    const int tok = i / UQ_SM90_SLOT_PIECES;
-    uq_sm90_cp(d + step * j,
-               src + (uq_i64)tok * UQ_SM90_ROW_STRIDE + UQ_SM90_PIECE * (i - tok * UQ_SM90_SLOT_PIECES),
-               j * run::TEAM < valid);
+    uq_sm90_cp(d + step * j, src + off, j * run::TEAM < valid);
+    off += whole * (int)UQ_SM90_ROW_STRIDE + UQ_SM90_PIECE * rest;
+    sub += rest;
+    if (sub >= UQ_SM90_SLOT_PIECES) {
+      sub -= UQ_SM90_SLOT_PIECES;
+      off += (int)UQ_SM90_ROW_STRIDE - UQ_SM90_SLOT;
+    }
   }
 }

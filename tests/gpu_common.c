@@ -49,7 +49,7 @@ static void fill_rows(tu_rng *rng, uq_dtype dtype, uint16_t *x, size_t n) {
 int problem_make(uq_context *ctx, const decode_case *c, decode_problem *p) {
   memset(p, 0, sizeof *p);
   const int hk = c->hk, hq = c->qg * c->hk, bs = c->block_size, B = c->batch;
-  const size_t padded = uq_slot_size(D);
+  const size_t padded = c->padded_slot ? (size_t)c->padded_slot : uq_slot_size(D);
   tu_rng rng, junk;
   tu_rng_seed(&rng, c->seed);
   tu_rng_seed(&junk, c->seed ^ 0x9e3779b97f4a7c15ull);
@@ -74,6 +74,7 @@ int problem_make(uq_context *ctx, const decode_case *c, decode_problem *p) {
   s->block_size = bs;
   s->max_blocks_per_seq = mb;
   s->max_num_kv_splits = c->max_kv_splits;
+  s->padded_slot = c->padded_slot;
   s->q_dtype = c->dtype;
   int64_t heads_in_row = hq;
   switch (c->layout) {
@@ -164,6 +165,7 @@ int problem_make(uq_context *ctx, const decode_case *c, decode_problem *p) {
       sa.num_kv_heads = hk;
       sa.head_dim = D;
       sa.dtype = c->dtype;
+      sa.padded_slot = c->padded_slot;
       rc = uq_reference_store(&sa);
       if (rc != 0)
         fprintf(stderr, "uq_reference_store: %s\n", uq_last_error());

@@ -28,6 +28,7 @@ typedef struct decode_case {
   uq_dtype dtype;
   q_layout layout;
   int garbage;             /* poison stale slots, unused blocks, table tail */
+  int padded_slot;         /* bytes per slot in the cache; 0 = the slot size */
   uint64_t seed;
 } decode_case;
 

@@ -57,11 +57,12 @@ static double run_case(const decode_case *c) {
       worst_b = b;
     }
   }
-  printf("qg %2d hk %d bs %3d B %2d splits %4d %s %-10s maxlen %5d: worst "
-         "rel L2 %.2e (seq %d, len %d)\n",
+  printf("qg %2d hk %d bs %3d B %2d splits %4d %s %-10s maxlen %5d ps %3d: "
+         "worst rel L2 %.2e (seq %d, len %d)\n",
          c->qg, c->hk, c->block_size, c->batch, c->max_kv_splits,
          c->dtype == UQ_DTYPE_FP16 ? "fp16" : "bf16", layout_name(c->layout),
-         p.shape.max_blocks_per_seq * c->block_size, worst, worst_b,
+         p.shape.max_blocks_per_seq * c->block_size,
+         p.shape.padded_slot ? (int)p.shape.padded_slot : (int)uq_slot_size(256), worst, worst_b,
          worst_b >= 0 ? c->seq_lens[worst_b] : 0);
   free(ref);
   free(got);
@@ -136,6 +137,33 @@ static void decode_fused_and_prologue_paths_match_reference(void **st) {
     }
 }
 
+/* Padded slots: 288 bytes (16-byte aligned, but the slots of a chunk are
+ * no longer one range) and 276 (4-byte pieces), one and two kv heads,
+ * blocks smaller and larger than the fast layers' chunks, stale bytes in
+ * the padding and past seq_len. */
+static void decode_reads_padded_slots(void **st) {
+  (void)st;
+  static const int32_t lens[] = {1000, 63, 2049};
+  static const struct {
+    int padded, hk, bs;
+  } cases[] = {{288, 1, 64}, {288, 2, 16}, {276, 1, 128}, {276, 2, 32}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    decode_case c;
+    memset(&c, 0, sizeof c);
+    c.qg = 16 / cases[i].hk;
+    c.hk = cases[i].hk;
+    c.block_size = cases[i].bs;
+    c.batch = 3;
+    c.seq_lens = lens;
+    c.dtype = UQ_DTYPE_BF16;
+    c.layout = Q_CONTIGUOUS;
+    c.garbage = 1;
+    c.padded_slot = cases[i].padded;
+    c.seed = 31 + i;
+    assert_true(run_case(&c) < 1e-2);
+  }
+}
+
 /* Stale slots past seq_len, unused blocks (scale bytes up to 255, random
  * codes) and garbage block-table entries past the used blocks give output
  * bitwise equal to a run on clean data. */
@@ -185,6 +213,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(decode_fused_and_prologue_paths_match_reference),
       cmocka_unit_test(decode_ignores_stale_slots_and_table_tail),
+      cmocka_unit_test(decode_reads_padded_slots),
       cmocka_unit_test(decode_matches_reference_across_gqa_and_block_sizes),
   };
   /* Every case runs on each layer the device's target has: the default

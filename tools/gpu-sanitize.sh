@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # compute-sanitizer memcheck and racecheck of the short gpu.decode tests
 # (the fused and prologue query paths; stale slots, garbage block-table
-# tails, block sizes 16 and 256) on one decode layer, default the one the
+# tails, block sizes 16 and 256; padded slots) on one decode layer, by
+# default the one the
 # device gets (UQ_TEST_VARIANT=default|matrix|portable). The long GQA /
 # block-size matrix takes minutes natively and does not fit under the
 # sanitizers' slowdown. Meant for the lent GPU machine after
@@ -28,7 +29,7 @@ export UQ_TEST_VARIANT=${UQ_TEST_VARIANT:-default}
 
 status=0
 for tool in memcheck racecheck; do
-  for filter in 'decode_fused*' 'decode_ignores*'; do
+  for filter in 'decode_fused*' 'decode_ignores*' 'decode_reads*'; do
     log="$OUT/san-$tool-${filter%%_*}-${filter#decode_}"
     log=${log%\*}.log
     UQ_TEST_FILTER=$filter timeout "${UQ_SAN_S:-90}" compute-sanitizer --tool "$tool" \
