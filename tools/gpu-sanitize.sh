@@ -2,8 +2,8 @@
 # compute-sanitizer memcheck and racecheck of the short gpu.decode tests
 # (the fused and prologue query paths; stale slots, garbage block-table
 # tails, block sizes 16 and 256; padded slots) on one decode layer, by
-# default the one the
-# device gets (UQ_TEST_VARIANT=default|matrix|portable). The long GQA /
+# default the one the device gets (UQ_TEST_VARIANT=default|matrix|portable).
+# The long GQA /
 # block-size matrix takes minutes natively and does not fit under the
 # sanitizers' slowdown. Meant for the lent GPU machine after
 # tools/gpu-check.sh or tools/gpu-iterate.sh built $UQ_GPU_BUILD (it builds
