@@ -107,15 +107,22 @@ static void compile_ok(const uq__compiler *cc, const char *target,
   assert_int_equal(rc, 0);
 }
 
-static void nvrtc_compiles_sm90_to_a_cubin_with_register_count(void **state) {
-  (void)state;
-  const uq__compiler *cc = want("sm_90", UQ__ROUTE_NVRTC);
+/* NVRTC's cubin of `src` for `target` and what the ELF reader says of it;
+ * the caller frees the object. */
+static void *nvrtc_object_info(const char *target, const char *src, uq_code_info *info) {
+  const uq__compiler *cc = want(target, UQ__ROUTE_NVRTC);
   void *obj = NULL;
   size_t len = 0;
-  compile_ok(cc, "sm_90", nvrtc_src, &obj, &len);
+  compile_ok(cc, target, src, &obj, &len);
   assert_elf(obj, len, EM_CUDA);
+  assert_int_equal(uq__code_info_from_object(target, obj, len, info), 0);
+  return obj;
+}
+
+static void nvrtc_compiles_sm90_to_a_cubin_with_register_count(void **state) {
+  (void)state;
   uq_code_info info;
-  assert_int_equal(uq__code_info_from_object("sm_90", obj, len, &info), 0);
+  void *obj = nvrtc_object_info("sm_90", nvrtc_src, &info);
   assert_string_equal(info.isa, "sm_90");
   /* Any real kernel needs a few registers and no more than the hardware
    * limit of 255; this one has no local arrays, so no stack frame. */
@@ -129,24 +136,16 @@ static void nvrtc_compiles_sm90_to_a_cubin_with_register_count(void **state) {
  * target that the warpgroup layer needs shows in the ISA line too. */
 static void nvrtc_sm90a_cubin_reports_the_arch_specific_isa(void **state) {
   (void)state;
-  const uq__compiler *cc = want("sm_90a", UQ__ROUTE_NVRTC);
-  void *obj = NULL;
-  size_t len = 0;
-  compile_ok(cc, "sm_90a", nvrtc_src, &obj, &len);
   uq_code_info info;
-  assert_int_equal(uq__code_info_from_object("sm_90a", obj, len, &info), 0);
+  void *obj = nvrtc_object_info("sm_90a", nvrtc_src, &info);
   assert_string_equal(info.isa, "sm_90a");
   uq__free(obj);
 }
 
 static void nvrtc_cubin_reports_static_shared_memory(void **state) {
   (void)state;
-  const uq__compiler *cc = want("sm_90", UQ__ROUTE_NVRTC);
-  void *obj = NULL;
-  size_t len = 0;
-  compile_ok(cc, "sm_90", nvrtc_shared_src, &obj, &len);
   uq_code_info info;
-  assert_int_equal(uq__code_info_from_object("sm_90", obj, len, &info), 0);
+  void *obj = nvrtc_object_info("sm_90", nvrtc_shared_src, &info);
   /* 64 floats; the toolchain may add its own reserved bytes on top. */
   assert_true(info.lds_bytes >= 64 * 4);
   uq__free(obj);
