@@ -30,7 +30,8 @@ int uq__gen_symbol(const uq_key *key, char *buf, size_t n);
 
 /* Threads per block the generated kernel expects (its launch contract):
  * decode: uq__target_block_threads (64 on AMD, 128 on NVIDIA);
- * reduce: 64 (grid (B, Hq, ceil(D/64)), one thread per output element);
+ * reduce: 256 (grid (B, Hq, ceil(D/64)): 16 partition lanes x 16 groups
+ * of 4 of the block's 64 output elements);
  * prologue: D clamped to [64, 256] (grid (B, Hq, 1));
  * store: D, one thread per element (grid (num_tokens, Hk, 1)).
  * Block shape (n, 1, 1); no dynamic shared memory. 0 for an invalid key. */

@@ -9,7 +9,8 @@
  * P rounded to bf16 for PV, fp32 accumulation.
  *
  * Four warps. Tokens go in chunks of 32 (8 per 256-token tile group),
- * copied raw (272 bytes a slot) into shared memory with cp.async, double
+ * copied raw (272 bytes a slot) into shared memory with cp.async
+ * (sm90_chunks.hip, shared with the warpgroup layer), double
  * buffered: chunk k + 2 is copied while chunk k + 1 waits and chunk k is
  * computed; two barriers a chunk.
  *  - QK: warp w scores tokens 8w..8w+7 of the chunk for the 16 query rows
