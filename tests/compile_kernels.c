@@ -4,9 +4,10 @@
  * factor with each block size (fusion and the (P, TGPP) pair alternating),
  * plus the reduce, prologue and store kernels; sm_90 also with the matrix
  * layer, sm_90a with a smaller set of warpgroup-layer keys. gfx950 objects
- * must use no scratch. Targets
- * whose compiler is missing are reported and left out; with none at all
- * the program exits 77 (SKIP). Two worker threads: the machine is small. */
+ * must use no scratch, and warpgroup-layer decode kernels neither spill
+ * nor pass 128 registers. Targets whose compiler is missing are reported
+ * and left out; with none at all the program exits 77 (SKIP). Two worker
+ * threads: the machine is small. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -164,8 +165,9 @@ static void add_matrix_variants(const char *target, const uq__compiler *cc) {
 
 /* The sm_90a warpgroup layer (variant WARPGROUP): each GQA factor with a
  * small, a middle and the largest block size, fusion alternating, bf16 and
- * fp16, one padded slot that is not a multiple of 16, and the plan's
- * reduce and prologue kernels, which carry the variant too. */
+ * fp16, one padded slot that is not a multiple of 16, one kv head with
+ * the dense and a padded slot, and the plan's reduce and prologue
+ * kernels, which carry the variant too. None may spill. */
 static void add_warpgroup_variants(const uq__compiler *cc) {
   static const int qgs[3] = {6, 8, 16};
   static const int bss[3] = {16, 64, 256};
@@ -182,6 +184,18 @@ static void add_warpgroup_variants(const uq__compiler *cc) {
   k.kv_block_size = 16;
   k.max_blocks_per_seq = 2048 / 16;
   k.padded_slot = 276;
+  add(&k, cc);
+  /* One kv head: the copy's dense path (padded slot 272, the benchmarks'
+   * case) and its general path (288), with long partitions. */
+  k.num_kv_heads = 1;
+  k.kv_block_size = 64;
+  k.max_blocks_per_seq = 2048;
+  k.num_partitions = 128;
+  k.tile_groups_per_partition = 4;
+  k.padded_slot = 272;
+  k.stride_q_seq = 16 * 256;
+  add(&k, cc);
+  k.padded_slot = 288;
   add(&k, cc);
   base_key(&k, UQ_KERNEL_REDUCE, "sm_90a");
   k.variant = UQ_VARIANT_WARPGROUP;
@@ -269,6 +283,15 @@ static void every_kernel_compiles_for_every_target(void **state) {
     if (strncmp(j->key.target, "gfx950", 6) == 0 && j->scratch != 0) {
       failed++;
       print_error("%s uses scratch: %d bytes\n", name, j->scratch);
+    }
+    /* The warpgroup decode layer is sized for 128 registers (four blocks
+     * a multiprocessor) without spills: a spill costs local-memory traffic
+     * in the chunk loop and can serialize the wgmma pipeline. */
+    if (j->key.kind == UQ_KERNEL_DECODE && j->key.variant == UQ_VARIANT_WARPGROUP &&
+        (j->scratch != 0 || j->registers > 128)) {
+      failed++;
+      print_error("%s spills or exceeds 128 registers: %d registers, %d bytes of stack\n",
+                  name, j->registers, j->scratch);
     }
   }
   const char *seen[8];
