@@ -288,7 +288,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   for (int k = 0; k < nch; ++k) {
     uq_sm90_cp_wait<0>();
     uq_barrier(); /* A: chunk k is in (and the query, for k = 0); chunk
-                   * k - 1's buffer and P are no longer read */
+                   * k - 1's buffer, P and the V factor table are no
+                   * longer read */
     if (k + 1 < nch) {
       copy_chunk(k + 1, blk_next);
       if (k + 2 < nch)
