@@ -270,6 +270,21 @@ int uq_cli_shape_option(const char *cmd, uq_cli_shape *s, int argc,
   return 0;
 }
 
+int uq_cli_shape_command_arg(const char *cmd, uq_cli_shape *s,
+                             const uq_cli_text *texts,
+                             const uq_cli_flag *flags,
+                             void (*usage)(FILE *out), int argc, char **argv,
+                             int *i) {
+  int r = texts != NULL ? uq_cli_text_option(cmd, argc, argv, i, texts) : 0;
+  if (r == 0)
+    r = uq_cli_shape_option(cmd, s, argc, argv, i);
+  if (r < 0)
+    return UQ_EXIT_USAGE;
+  if (r > 0)
+    return UQ_CLI_NEXT;
+  return uq_cli_other_arg(cmd, argv[*i], flags, usage);
+}
+
 int uq_cli_shape_finish(const char *cmd, const uq_cli_shape *s) {
   for (size_t k = 0; k < SHAPE_FLAG_COUNT; k++)
     if (shape_flags[k].required && !(s->seen & (1u << k))) {

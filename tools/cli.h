@@ -100,6 +100,15 @@ void uq_cli_shape_init(uq_cli_shape *s);
  * 0: not a shape flag; -1: malformed or repeated (message printed). */
 int uq_cli_shape_option(const char *cmd, uq_cli_shape *s, int argc,
                         char **argv, int *i);
+/* The rest of a shape-taking command's argument loop, after its own
+ * options with values: `texts` (may be NULL), the shape flags, then
+ * uq_cli_other_arg. UQ_CLI_NEXT when argv[*i] was taken (*i advanced past
+ * any value); otherwise the exit status for the command to return. */
+int uq_cli_shape_command_arg(const char *cmd, uq_cli_shape *s,
+                             const uq_cli_text *texts,
+                             const uq_cli_flag *flags,
+                             void (*usage)(FILE *out), int argc, char **argv,
+                             int *i);
 /* 0 when every required flag was given; -1 (message printed) otherwise. */
 int uq_cli_shape_finish(const char *cmd, const uq_cli_shape *s);
 /* The shape flags' help lines, for a command's usage text. */

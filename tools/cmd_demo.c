@@ -446,17 +446,8 @@ int uq_cmd_demo(int argc, char **argv) {
         return UQ_EXIT_USAGE;
       continue;
     }
-    if ((r = uq_cli_text_option(CMD, argc, argv, &i, texts)) != 0) {
-      if (r < 0)
-        return UQ_EXIT_USAGE;
-      continue;
-    }
-    r = uq_cli_shape_option(CMD, &in, argc, argv, &i);
-    if (r < 0)
-      return UQ_EXIT_USAGE;
-    if (r > 0)
-      continue;
-    r = uq_cli_other_arg(CMD, argv[i], flags, demo_usage);
+    r = uq_cli_shape_command_arg(CMD, &in, texts, flags, demo_usage, argc, argv,
+                                 &i);
     if (r != UQ_CLI_NEXT)
       return r;
   }

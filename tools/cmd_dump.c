@@ -206,17 +206,8 @@ int uq_cmd_dump(int argc, char **argv) {
       key_names[nkey_names++] = v;
       continue;
     }
-    if ((r = uq_cli_text_option(CMD, argc, argv, &i, texts)) != 0) {
-      if (r < 0)
-        return UQ_EXIT_USAGE;
-      continue;
-    }
-    r = uq_cli_shape_option(CMD, &in, argc, argv, &i);
-    if (r < 0)
-      return UQ_EXIT_USAGE;
-    if (r > 0)
-      continue;
-    r = uq_cli_other_arg(CMD, argv[i], flags, dump_usage);
+    r = uq_cli_shape_command_arg(CMD, &in, texts, flags, dump_usage, argc, argv,
+                                 &i);
     if (r != UQ_CLI_NEXT)
       return r;
   }

@@ -176,12 +176,8 @@ int uq_cmd_plan(int argc, char **argv) {
   int json = 0;
   const uq_cli_flag flags[] = {{"--json", &json, 1}, {NULL, NULL, 0}};
   for (int i = 1; i < argc; i++) {
-    int r = uq_cli_shape_option(CMD, &in, argc, argv, &i);
-    if (r < 0)
-      return UQ_EXIT_USAGE;
-    if (r > 0)
-      continue;
-    r = uq_cli_other_arg(CMD, argv[i], flags, plan_usage);
+    int r = uq_cli_shape_command_arg(CMD, &in, NULL, flags, plan_usage, argc,
+                                     argv, &i);
     if (r != UQ_CLI_NEXT)
       return r;
   }

@@ -132,12 +132,8 @@ int uq_cmd_warm(int argc, char **argv) {
         return UQ_EXIT_USAGE;
       continue;
     }
-    r = uq_cli_shape_option(CMD, &in, argc, argv, &i);
-    if (r < 0)
-      return UQ_EXIT_USAGE;
-    if (r > 0)
-      continue;
-    r = uq_cli_other_arg(CMD, argv[i], flags, warm_usage);
+    r = uq_cli_shape_command_arg(CMD, &in, NULL, flags, warm_usage, argc, argv,
+                                 &i);
     if (r != UQ_CLI_NEXT)
       return r;
   }
