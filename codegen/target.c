@@ -181,6 +181,10 @@ int uq__target_matrix_layer(const uq__target_info *info) {
   return info != NULL && info->family == UQ__TARGET_NVIDIA && info->arch >= 90;
 }
 
+int uq__target_dependent_launch(const uq__target_info *info) {
+  return info != NULL && info->family == UQ__TARGET_NVIDIA && info->arch >= 90;
+}
+
 int uq__target_warpgroup_layer(const uq__target_info *info) {
   /* wgmma exists only in the arch-specific sm_90a target: plain sm_90
    * code may not use it, and later architectures dropped it (sm_100a has

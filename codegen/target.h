@@ -33,6 +33,12 @@ int uq__target_matrix_layer(const uq__target_info *info);
  * architectures). */
 int uq__target_warpgroup_layer(const uq__target_info *info);
 
+/* 1 when the reduce kernel is launched as a programmatic dependent of the
+ * decode kernel (platform launch_dependent) and waits for it in device
+ * code: NVIDIA sm_90 and newer, where griddepcontrol exists. The
+ * templates' uq_grid_wait follows the same rule (__CUDA_ARCH__ >= 900). */
+int uq__target_dependent_launch(const uq__target_info *info);
+
 /* Threads per block of the kernels generated for a target and variant (the
  * launch contract shared by the plan, the templates and the launcher):
  * one wave64 on AMD, four warps on NVIDIA. */

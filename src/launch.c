@@ -239,6 +239,12 @@ int uq_decode(uq_context *ctx, const uq_shape *shape,
   rp.segm_sum = dp.segm_sum;
   rp.out = args->out;
   rp.batch = batch;
+  /* Where the target has programmatic dependent launch, the reduce's
+   * launch and start-up overlap the decode's tail; it waits for the
+   * decode in device code (reduce.hip: uq_grid_wait). */
+  if (pf->launch_dependent != NULL && uq__target_dependent_launch(&ctx->tinfo))
+    return pf->launch_dependent(pc->reduce->function, plan->reduce_grid,
+                                pc->reduce->block_threads, &rp, stream);
   return pf->launch(pc->reduce->function, plan->reduce_grid,
                     pc->reduce->block_threads, &rp, stream);
 }

@@ -50,6 +50,14 @@ typedef struct uq__platform {
    * context current: the caller did (hot path). */
   int (*launch)(void *function, const uint32_t grid[3], uint32_t block,
                 void *params, void *stream);
+  /* As launch, as a programmatic dependent of the kernel before it on the
+   * stream where the platform has that (CUDA on sm_90 and newer): the
+   * kernel may start while its predecessor still runs (from when every
+   * block of that one has started), so it MUST wait for it in device
+   * code (griddepcontrol.wait, uq_grid_wait in the templates) before
+   * reading its results. NULL where the platform has no such launch. */
+  int (*launch_dependent)(void *function, const uint32_t grid[3],
+                          uint32_t block, void *params, void *stream);
 
   int (*mem_alloc)(uq__pdev *dev, size_t bytes, void **ptr);
   int (*mem_free)(uq__pdev *dev, void *ptr);

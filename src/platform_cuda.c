@@ -19,6 +19,7 @@
 #if UQ_HAVE_CUDA_HEADERS
 
 #include <cuda.h>
+#include <dlfcn.h>
 
 #define UQ__CUDA_API(X)                                                      \
   X(cuGetErrorName)                                                          \
@@ -65,6 +66,9 @@ static struct {
 #define UQ__CUDA_FIELD(fn) __typeof__(fn) *p_##fn;
   UQ__CUDA_API(UQ__CUDA_FIELD)
 #undef UQ__CUDA_FIELD
+  /* Optional (drivers since CUDA 11.8): launches with attributes. NULL
+   * makes launch_dependent a plain launch. */
+  __typeof__(cuLaunchKernelEx) *p_cuLaunchKernelEx;
 } api;
 
 struct uq__pdev {
@@ -110,6 +114,7 @@ static void do_init(void) {
                     (void **)&api.p_##fn);
     UQ__CUDA_API(UQ__CUDA_SYM)
 #undef UQ__CUDA_SYM
+    api.p_cuLaunchKernelEx = (__typeof__(cuLaunchKernelEx) *)dlsym(lib, UQ__STR(cuLaunchKernelEx));
   }
   if (rc == 0) {
     CUresult r = api.p_cuInit(0);
@@ -247,6 +252,37 @@ static int cuda_launch(void *function, const uint32_t grid[3], uint32_t block,
   CHECK(api.p_cuLaunchKernel((CUfunction)function, grid[0], grid[1], grid[2],
                              block, 1, 1, 0, (CUstream)stream, args, NULL),
         "cuLaunchKernel");
+  return 0;
+}
+
+/* Programmatic stream serialization: the kernel may be scheduled once
+ * every block of the previous kernel has started or called
+ * griddepcontrol.launch_dependents, and waits for that kernel's
+ * completion and memory itself (griddepcontrol.wait). Its launch and
+ * block start-up then overlap the previous kernel's tail instead of
+ * following it. Stream capture records it as a programmatic edge. */
+static int cuda_launch_dependent(void *function, const uint32_t grid[3],
+                                 uint32_t block, void *params, void *stream) {
+  if (api.p_cuLaunchKernelEx == NULL)
+    return cuda_launch(function, grid, block, params, stream);
+  void *args[1] = {params};
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = grid[0];
+  cfg.gridDimY = grid[1];
+  cfg.gridDimZ = grid[2];
+  cfg.blockDimX = block;
+  cfg.blockDimY = 1;
+  cfg.blockDimZ = 1;
+  cfg.hStream = (CUstream)stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  CHECK(api.p_cuLaunchKernelEx(&cfg, (CUfunction)function, args, NULL),
+        "cuLaunchKernelEx");
   return 0;
 }
 
@@ -437,6 +473,7 @@ const uq__platform uq__platform_cuda = {
     .module_unload = cuda_module_unload,
     .module_function = cuda_module_function,
     .launch = cuda_launch,
+    .launch_dependent = cuda_launch_dependent,
     .mem_alloc = cuda_mem_alloc,
     .mem_free = cuda_mem_free,
     .memcpy_h2d = cuda_memcpy_h2d,

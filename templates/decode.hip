@@ -26,6 +26,7 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
   UQ_SHARED float l_s[UQ_QG];
   UQ_SHARED float alpha_s[UQ_QG];
 
+  uq_grid_dependents(); /* the reduce may be scheduled */
   const int tid = uq_tid();
   const int b = uq_bid_x();
   const int kh = uq_bid_y();

@@ -101,6 +101,7 @@ UQ_DEV uq_u32 uq_mma_bf16x2_mul(uq_u32 a, uq_u32 b) {
 UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_NAME(uq_decode_params p) {
   UQ_SHARED uq_mma_smem sm;
 
+  uq_grid_dependents(); /* the reduce may be scheduled */
   const int tid = uq_tid();
   const int lane = tid & 31;
   const int warp = tid >> 5;

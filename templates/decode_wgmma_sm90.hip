@@ -50,6 +50,9 @@ static_assert(UQ_SM90_SLOT == 272, "warpgroup decode layer: D=256 slots");
 /* Blocks per multiprocessor the register budget is sized for (<= 128
  * registers a thread); shared memory (42 KB a block) allows five. */
 constexpr int UQ_WG_MIN_BLOCKS = 4;
+/* How far (base 2) a score may pass its query's softmax reference before
+ * the reference moves: weights reach 2^8 at most. */
+constexpr float UQ_WG_SLACK = 8.0f;
 
 struct alignas(128) uq_wg_smem {
   uq_u8 raw[2][UQ_WG_CHUNK * UQ_SM90_SLOT];
@@ -57,7 +60,11 @@ struct alignas(128) uq_wg_smem {
   alignas(128) uq_u8 pt[16 * UQ_WG_CHUNK * 2];   /* B of PV: P, bf16 */
   alignas(16) uq_u8 vfac[8 * UQ_WG_VFAC_ROW];    /* the chunk's V factors lo */
   float4 red_max[16];                            /* [query]: the four warps' values */
-  float4 red_sum[16];
+  float4 red_sum[16];                            /* the end's sums and maxima */
+  float4 red_seen[16];
+  float4 l_prev[UQ_BLOCK_THREADS];               /* each thread's sums before the chunk */
+  float4 seen[UQ_BLOCK_THREADS];                 /* each thread's maxima so far */
+  uq_u64 full[2];                                /* bulk copies: raw[i] has landed */
 };
 static_assert(sizeof(uq_wg_smem) <= 48 * 1024, "warpgroup decode layer: static shared memory");
 
@@ -148,6 +155,7 @@ UQ_DEV float uq_wg_exp2(float x) {
 UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_NAME(uq_decode_params p) {
   UQ_SHARED uq_wg_smem sm;
 
+  uq_grid_dependents(); /* the reduce may be scheduled */
   const int tid = uq_tid();
   const int lane = tid & 31;
   const int warp = tid >> 5;
@@ -168,17 +176,41 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   }
 
   /* Chunk 0's copy goes first, before the query work; each chunk's block
-   * numbers are fetched one chunk ahead of its copy. */
+   * numbers are fetched one chunk ahead of its copy. Where a chunk's runs
+   * are single ranges, bulk copies completing on sm.full[k & 1] (use
+   * k / 2 of that barrier: parity (k >> 1) & 1); otherwise cp.async
+   * pieces, one commit group a chunk. */
   const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
   auto block_of = [&](int k) {
-    return uq_sm90_load_block<UQ_WG_CHUNK>(bt_row, seq_len, uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS), tid);
+    const uq_u32 t = uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS);
+    if constexpr (UQ_SM90_BULK)
+      return uq_sm90_bulk_block<UQ_WG_CHUNK>(bt_row, seq_len, t, tid);
+    else
+      return uq_sm90_load_block<UQ_WG_CHUNK>(bt_row, seq_len, t, tid);
   };
   auto copy_chunk = [&](int k, int blk) {
-    uq_sm90_copy_chunk<UQ_WG_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len,
-                                    uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS), blk, tid);
+    const uq_u32 t = uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS);
+    if constexpr (UQ_SM90_BULK) {
+      uq_sm90_bulk_chunk<UQ_WG_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len, t, blk, tid, &sm.full[k & 1]);
+    } else {
+      uq_sm90_copy_chunk<UQ_WG_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len, t, blk, tid);
+      uq_sm90_cp_commit();
+    }
   };
+  auto wait_chunk = [&](int k) {
+    if constexpr (UQ_SM90_BULK)
+      uq_sm90_mbar_wait(&sm.full[k & 1], (uq_u32)(k >> 1) & 1u);
+    else
+      uq_sm90_cp_wait<0>();
+  };
+  if constexpr (UQ_SM90_BULK) {
+    if (tid == 0) {
+      uq_sm90_mbar_init(&sm.full[0], uq_sm90_run<UQ_WG_CHUNK>::RUNS);
+      uq_sm90_mbar_init(&sm.full[1], uq_sm90_run<UQ_WG_CHUNK>::RUNS);
+    }
+    uq_barrier();
+  }
   copy_chunk(0, block_of(0));
-  uq_sm90_cp_commit();
   int blk_next = block_of(nch > 1 ? 1 : 0);
 
   /* The query as the B operand of QK: E4M3 bytes, rows >= UQ_QG zero, the
@@ -260,8 +292,11 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
    * grp, 1: row grp + 8): (i & 1) + 2 r + 4 (i >> 1). Maxima are in base
    * 2 (log2(e) times the scaled logits). */
   const float ninf = uq_neg_inf();
-  float m_run[4] = {ninf, ninf, ninf, ninf}; /* same in every thread */
-  float l_part[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* this thread's tokens only */
+  float m_run[4] = {ninf, ninf, ninf, ninf}; /* the reference: same in every thread */
+  /* The true maxima of this thread's scores, kept in shared memory
+   * (registers are at the budget); only this thread reads them. */
+  sm.seen[tid] = make_float4(ninf, ninf, ninf, ninf);
+  float l_part[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* against m_run; this thread's tokens */
   float acc[4][8];
 #pragma unroll
   for (int mt = 0; mt < 4; ++mt)
@@ -286,7 +321,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
 
 #pragma unroll 1
   for (int k = 0; k < nch; ++k) {
-    uq_sm90_cp_wait<0>();
+    wait_chunk(k);
     uq_barrier(); /* A: chunk k is in (and the query, for k = 0); chunk
                    * k - 1's buffer, P and the V factor table are no
                    * longer read */
@@ -295,7 +330,6 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       if (k + 2 < nch)
         blk_next = block_of(k + 2);
     }
-    uq_sm90_cp_commit();
 
     const uq_u8 *raw = sm.raw[k & 1];
     const uq_u32 base = uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS);
@@ -395,13 +429,56 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         if (t0 + 8u * ((e >> 1) & 1) >= seq_len)
           s[e] = ninf;
     }
+    /* The chunk's P is taken against the reference m_run, which every
+     * thread holds: no exchange of maxima unless a score passes m_run +
+     * UQ_WG_SLACK (the first chunk always does: m_run starts at -inf).
+     * Weights up to 2^UQ_WG_SLACK are as exact in bf16 and fp32 as
+     * weights up to 1, and the sums and outputs only need one reference
+     * per query and partition. Each thread also keeps the true maximum of
+     * its own scores (sm.seen), merged once at the end, so that segm_max
+     * is the partition's maximum as FORMAT.md section 6 has it. */
+    float mx[4];
+    bool need = false;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int e = (i & 1) + 4 * (i >> 1);
+      mx[i] = uq_fmax(s[e], s[e + 2]);
+      need |= mx[i] > m_run[i] + UQ_WG_SLACK; /* -inf + slack is -inf */
+    }
     {
-      float mx[4];
+      const float4 m = sm.seen[tid];
+      sm.seen[tid] = make_float4(uq_fmax(m.x, mx[0]), uq_fmax(m.y, mx[1]), uq_fmax(m.z, mx[2]),
+                                 uq_fmax(m.w, mx[3]));
+    }
+    /* The sums before the chunk, for the slow path only (in shared memory:
+     * registers are at the budget). */
+    sm.l_prev[tid] = make_float4(l_part[0], l_part[1], l_part[2], l_part[3]);
+    auto write_p = [&]() {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
+        /* A reference of -inf (no chunk yet) reads as 0 so that masked
+         * scores give 2^-inf = 0 rather than -inf - -inf; any finite
+         * score then forces the exchange below and is recomputed. */
+        const float m_ref = m_run[i] == ninf ? 0.0f : m_run[i];
         const int e = (i & 1) + 4 * (i >> 1);
-        mx[i] = uq_fmax(s[e], s[e + 2]);
+        const float p0 = uq_wg_exp2(s[e] - m_ref);
+        const float p1 = uq_wg_exp2(s[e + 2] - m_ref);
+        /* The sums keep the unrounded fp32 p; PV takes p in bf16. */
+        l_part[i] += p0 + p1;
+        const int n_off = 16 * (i & 1) + UQ_WG_SBO * (i >> 1);
+        *(uq_u32 *)(sm.pt + p_at + n_off) = uq_wg_bf16x2(p1, p0);
       }
+      uq_wg_fence_async();
+    };
+    write_p();
+    /* C: P and the V factors are in, unless some thread needs a new
+     * reference or saw a V scale byte over 128 (V groups past 12 in
+     * magnitude: a second factor, rare); then the slow path below. */
+    bool any_big = false;
+    if (__syncthreads_or(need || vbig)) { /* uniform */
+      /* The row maxima of the chunk meet in shared memory (the lane
+       * groups by shuffles, then the four warps); the barrier carries the
+       * V flag. */
 #pragma unroll
       for (int mask = 4; mask <= 16; mask *= 2)
 #pragma unroll
@@ -412,41 +489,37 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         for (int i = 0; i < 4; ++i)
           ((float *)&sm.red_max[(i & 1) + 2 * tig + 8 * (i >> 1)])[warp] = mx[i];
       }
-    }
-    uq_barrier(); /* B: the chunk's row maxima are in */
-
-    float alpha[4];
+      any_big = __syncthreads_or(vbig) != 0;
+      /* A query moves its reference to the chunk's maximum only when that
+       * passes the slack: the same decision in every thread, from the
+       * same shared values. */
+      float alpha[4];
+      bool moved = false;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float4 rm = sm.red_max[(i & 1) + 2 * tig + 8 * (i >> 1)];
-      const float m = uq_fmax(uq_fmax(m_run[i], uq_fmax(rm.x, rm.y)), uq_fmax(rm.z, rm.w));
-      /* A row with no finite score yet keeps weights 0 (2^-inf) rather
-       * than -inf - -inf. */
-      const float m_ref = m == ninf ? 0.0f : m;
-      alpha[i] = uq_wg_exp2(m_run[i] - m_ref);
-      m_run[i] = m;
-      const int e = (i & 1) + 4 * (i >> 1);
-      const float p0 = uq_wg_exp2(s[e] - m_ref);
-      const float p1 = uq_wg_exp2(s[e + 2] - m_ref);
-      /* The sums keep the unrounded fp32 p; PV takes p in bf16. */
-      l_part[i] = l_part[i] * alpha[i] + (p0 + p1);
-      const int n_off = 16 * (i & 1) + UQ_WG_SBO * (i >> 1);
-      *(uq_u32 *)(sm.pt + p_at + n_off) = uq_wg_bf16x2(p1, p0);
-    }
-    uq_wg_fence_async();
-    /* alpha is the same in every thread that holds the query (the maxima
-     * are): skipping a multiply by 1 changes no bit. */
-    if (alpha[0] != 1.0f || alpha[1] != 1.0f || alpha[2] != 1.0f || alpha[3] != 1.0f) {
+      for (int i = 0; i < 4; ++i) {
+        const float4 rm = sm.red_max[(i & 1) + 2 * tig + 8 * (i >> 1)];
+        const float cm = uq_fmax(uq_fmax(rm.x, rm.y), uq_fmax(rm.z, rm.w));
+        const float m = cm > m_run[i] + UQ_WG_SLACK ? cm : m_run[i];
+        alpha[i] = uq_wg_exp2(m_run[i] - m); /* 2^-inf = 0 for the first */
+        moved |= m != m_run[i];
+        m_run[i] = m;
+      }
+      if (moved) { /* uniform */
+        const float4 lp = sm.l_prev[tid];
+        l_part[0] = lp.x * alpha[0];
+        l_part[1] = lp.y * alpha[1];
+        l_part[2] = lp.z * alpha[2];
+        l_part[3] = lp.w * alpha[3];
 #pragma unroll
-      for (int mt = 0; mt < 4; ++mt)
+        for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
-        for (int e = 0; e < 8; ++e)
-          acc[mt][e] *= alpha[(e & 1) + 2 * (e >> 2)];
+          for (int e = 0; e < 8; ++e)
+            acc[mt][e] *= alpha[(e & 1) + 2 * (e >> 2)];
+        /* Nobody reads P before PV, which follows the barrier. */
+        write_p();
+        uq_barrier(); /* C': P against the new references is in */
+      }
     }
-    /* C: P and the V factors are in; whether any V scale byte of the
-     * chunk is over 128 (V groups past 12 in magnitude: a second factor,
-     * rare) comes with it. */
-    const bool any_big = __syncthreads_or(vbig) != 0;
 
     /* ---- PV: step ks covers warp ks's tokens; this thread's A registers
      * hold K indices 2 tig, + 1 (va) and 2 tig + 8, + 9 (vb) of the step,
@@ -517,26 +590,37 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         uq_wg_hold(acc[mt]);
     }
   }
-  uq_sm90_cp_wait<0>();
+  /* Every copy was waited for: the last one at the top of the last chunk. */
 
-  /* ---- the partition's sums, then bf16(acc / l) ---- */
-  float l[4];
+  /* ---- the partition's maxima and sums (against m_run), then bf16(acc
+   * / l) ---- */
+  float l[4], m_true[4];
   {
+    const float4 seen = sm.seen[tid];
+    float m_seen[4] = {seen.x, seen.y, seen.z, seen.w};
 #pragma unroll
     for (int mask = 4; mask <= 16; mask *= 2)
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+      for (int i = 0; i < 4; ++i) {
         l_part[i] += uq_lane_xor_f32(l_part[i], mask);
+        m_seen[i] = uq_fmax(m_seen[i], uq_lane_xor_f32(m_seen[i], mask));
+      }
     if (grp == 0) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        ((float *)&sm.red_sum[(i & 1) + 2 * tig + 8 * (i >> 1)])[warp] = l_part[i];
+      for (int i = 0; i < 4; ++i) {
+        const int n = (i & 1) + 2 * tig + 8 * (i >> 1);
+        ((float *)&sm.red_sum[n])[warp] = l_part[i];
+        ((float *)&sm.red_seen[n])[warp] = m_seen[i];
+      }
     }
     uq_barrier();
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const float4 rs = sm.red_sum[(i & 1) + 2 * tig + 8 * (i >> 1)];
+      const int n = (i & 1) + 2 * tig + 8 * (i >> 1);
+      const float4 rs = sm.red_sum[n];
+      const float4 rm = sm.red_seen[n];
       l[i] = (rs.x + rs.y) + (rs.z + rs.w);
+      m_true[i] = uq_fmax(uq_fmax(rm.x, rm.y), uq_fmax(rm.z, rm.w));
     }
   }
   uq_u16 *out = (uq_u16 *)p.segm_out;
@@ -562,9 +646,11 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     v.w = w[3];
     *(uint4 *)(out + (row0 + n) * UQ_HEAD_DIM + 8 * vword) = v;
     if (warp == 0 && grp == 0) {
-      /* Back to natural-log units (FORMAT.md section 6). */
-      p.segm_max[row0 + n] = m_run[i] * (1.0f / UQ_LOG2E);
-      p.segm_sum[row0 + n] = l[i];
+      /* The true maximum, back in natural-log units (FORMAT.md section
+       * 6), and the sum moved to it: m_run <= m_true <= m_run + slack
+       * (m_run is a chunk's maximum), so the factor is in [2^-8, 1]. */
+      p.segm_max[row0 + n] = m_true[i] * (1.0f / UQ_LOG2E);
+      p.segm_sum[row0 + n] = l[i] * uq_wg_exp2(m_run[i] - m_true[i]);
     }
   }
 }

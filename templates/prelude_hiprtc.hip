@@ -49,3 +49,8 @@ UQ_DEV uq_u32 uq_lane_xor_u32(uq_u32 v, int mask) {
 UQ_DEV float uq_lane_xor_f32(float v, int mask) {
   return __shfl_xor(v, mask);
 }
+
+/* Programmatic dependent launch is NVIDIA's (prelude_nvrtc.hip): here the
+ * reduce follows the decode in stream order. */
+UQ_DEV void uq_grid_dependents() {}
+UQ_DEV void uq_grid_wait() {}

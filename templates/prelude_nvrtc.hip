@@ -46,3 +46,20 @@ UQ_DEV uq_u32 uq_lane_xor_u32(uq_u32 v, int mask) {
 UQ_DEV float uq_lane_xor_f32(float v, int mask) {
   return __shfl_xor_sync(0xffffffffu, v, mask);
 }
+
+/* Programmatic dependent launch (sm_90 and newer; codegen/target.c
+ * uq__target_dependent_launch says when the launcher uses it). A decode
+ * block lets the reduce be scheduled as soon as it starts (the reduce
+ * then sits resident until the decode is done); the reduce waits for the
+ * decode grid's completion and memory before reading anything. Both are
+ * no-ops in a kernel launched the ordinary way. */
+UQ_DEV void uq_grid_dependents() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+UQ_DEV void uq_grid_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}

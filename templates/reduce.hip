@@ -47,6 +47,7 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_REDUCE_THREADS) void UQ_KERNEL_NAME(uq_reduce_para
   const int h = uq_bid_y();
   const int tid = uq_tid();
   const int d0 = uq_bid_z() * UQ_REDUCE_DIMS; /* the block's first dim */
+  uq_grid_wait(); /* the decode's partitions are complete and visible */
   if (b >= p.batch || h >= UQ_NUM_KV_HEADS * UQ_QG)
     return; /* uniform per block */
   const int kh = h / UQ_QG;

@@ -164,3 +164,84 @@ UQ_DEV void uq_sm90_copy_chunk(uq_u8 *dst, const uq_u8 *kv, int kh, uq_u32 seq_l
     }
   }
 }
+
+/* Bulk copies (the Tensor Memory Accelerator, cp.async.bulk), for the
+ * warpgroup layer where every run of a chunk is one range (one kv head,
+ * padded_slot 272): one instruction from one thread per run instead of a
+ * 16-byte cp.async per piece from every thread, with completion counted
+ * in bytes on a shared-memory barrier (mbarrier) rather than per-thread
+ * commit groups. Only the tokens below seq_len are read (whole slots,
+ * multiples of 16 bytes, from a 16-byte aligned cache); the rest of a
+ * partial chunk is zeroed with plain stores, as the piecewise copy
+ * zero-fills it. */
+constexpr bool UQ_SM90_BULK = UQ_SM90_ROW_STRIDE == UQ_SM90_SLOT;
+
+/* A barrier that completes when `count` threads have arrived and the
+ * bytes they announced have landed. One thread initialises it; a block
+ * barrier must follow before anybody else uses it. */
+UQ_DEV void uq_sm90_mbar_init(uq_u64 *bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(uq_sm90_saddr(bar)), "r"(count)
+               : "memory");
+  /* Make the initialisation visible to the bulk copies (async proxy). */
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+/* Until the barrier's phase with this parity (0 for its first use, 1 for
+ * its second, ...) has completed. */
+UQ_DEV void uq_sm90_mbar_wait(uq_u64 *bar, uq_u32 parity) {
+  uq_u32 done;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(uq_sm90_saddr(bar)), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+
+/* The block number of the run this thread copies (threads 0 .. RUNS - 1;
+ * the others copy nothing and get 0), fetched a chunk ahead as for the
+ * piecewise copy. */
+template <int CHUNK>
+UQ_DEV int uq_sm90_bulk_block(const int *bt_row, uq_u32 seq_len, uq_u32 base, int tid) {
+  using run = uq_sm90_run<CHUNK>;
+  const uq_u32 t = base + (uq_u32)(tid * run::SPAN);
+  return tid < run::RUNS && t < seq_len ? bt_row[t / UQ_BLOCK_SIZE] : 0;
+}
+
+/* Starts the copy of the chunk at token `base` (below seq_len) of kv head
+ * kh into `dst` (CHUNK * 272 bytes, 16-byte aligned), completing on `bar`
+ * (initialised for RUNS arrivals); `blk` is this thread's
+ * uq_sm90_bulk_block. The chunk's previous contents must no longer be
+ * read (a block barrier since). */
+template <int CHUNK>
+UQ_DEV void uq_sm90_bulk_chunk(uq_u8 *dst, const uq_u8 *kv, int kh, uq_u32 seq_len, uq_u32 base,
+                               int blk, int tid, uq_u64 *bar) {
+  static_assert(UQ_SM90_BULK, "sm90 bulk copy: slots must be one range");
+  using run = uq_sm90_run<CHUNK>;
+  const uq_u32 live = seq_len - base < (uq_u32)CHUNK ? seq_len - base : (uq_u32)CHUNK;
+  if (tid < run::RUNS) {
+    const uq_u32 first = base + (uq_u32)(tid * run::SPAN);
+    const uq_u32 left = live > (uq_u32)(tid * run::SPAN) ? live - (uq_u32)(tid * run::SPAN) : 0u;
+    const uq_u32 bytes = (left < (uq_u32)run::SPAN ? left : (uq_u32)run::SPAN) * UQ_SM90_SLOT;
+    const uq_i64 row = (uq_i64)blk * UQ_BLOCK_SIZE + (first % UQ_BLOCK_SIZE);
+    const uq_u8 *src = kv + (row * UQ_NUM_KV_HEADS + kh) * (uq_i64)UQ_PADDED_SLOT;
+    const uq_u32 b = uq_sm90_saddr(bar);
+    /* The block barrier ordered the generic-proxy reads of the old
+     * contents; this orders them before the async proxy's writes. */
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes)
+                 : "memory");
+    if (bytes != 0u)
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+                   "%2, [%3];\n" ::"r"(uq_sm90_saddr(dst + tid * run::SPAN * UQ_SM90_SLOT)),
+                   "l"(src), "r"(bytes), "r"(b)
+                   : "memory");
+  }
+  if (live < (uq_u32)CHUNK) { /* uniform: the partition's last chunk */
+    uint4 *z = (uint4 *)(dst + live * UQ_SM90_SLOT);
+    const int n = (int)((CHUNK - live) * (UQ_SM90_SLOT / 16));
+    for (int i = tid; i < n; i += UQ_BLOCK_THREADS)
+      z[i] = make_uint4(0u, 0u, 0u, 0u);
+  }
+}

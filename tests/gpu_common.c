@@ -36,6 +36,19 @@ static void fill_rows(tu_rng *rng, uq_dtype dtype, uint16_t *x, size_t n) {
     tu_fill_normal_bf16(rng, x, n, 1.0);
 }
 
+/* Token t0 + i's row of `width` elements times 1 + k_ramp (t0 + i) / len,
+ * rounded back to the dtype. */
+static void ramp_rows(const decode_case *c, uint16_t *x, int32_t t0, int32_t n, size_t width,
+                      int32_t len) {
+  for (int32_t i = 0; i < n; i++) {
+    const double f = 1.0 + c->k_ramp * (double)(t0 + i) / (double)len;
+    uint16_t *row = x + (size_t)i * width;
+    for (size_t j = 0; j < width; j++)
+      row[j] = c->dtype == UQ_DTYPE_FP16 ? tu_f64_to_fp16(f * tu_fp16_to_f32(row[j]))
+                                         : tu_f64_to_bf16(f * tu_bf16_to_f32(row[j]));
+  }
+}
+
 #define CHECK_RC(expr)                                                       \
   do {                                                                       \
     int rc_ = (expr);                                                        \
@@ -148,6 +161,8 @@ int problem_make(uq_context *ctx, const decode_case *c, decode_problem *p) {
       int32_t n = c->seq_lens[b] - t0 < CHUNK ? c->seq_lens[b] - t0 : CHUNK;
       fill_rows(&rng, c->dtype, k, (size_t)n * hk * D);
       fill_rows(&rng, c->dtype, v, (size_t)n * hk * D);
+      if (c->k_ramp != 0)
+        ramp_rows(c, k, t0, n, hk * D, c->seq_lens[b]);
       for (int32_t i = 0; i < n; i++) {
         int32_t t = t0 + i;
         int32_t blk = p->h_table[(size_t)b * mb + t / bs];

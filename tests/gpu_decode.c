@@ -164,6 +164,29 @@ static void decode_reads_padded_slots(void **st) {
   }
 }
 
+/* Scores that rise along the sequence (K scaled up to 40x by the last
+ * token): the running maxima keep growing, chunk after chunk and across
+ * partitions, which the fast layers' softmax references must follow.
+ * One and two kv heads, short and long sequences. */
+static void decode_follows_rising_scores(void **st) {
+  (void)st;
+  static const int32_t lens[] = {70000, 4097, 300, 64};
+  for (int hk = 1; hk <= 2; hk++) {
+    decode_case c;
+    memset(&c, 0, sizeof c);
+    c.qg = 16 / hk;
+    c.hk = hk;
+    c.block_size = 64;
+    c.batch = 4;
+    c.seq_lens = lens;
+    c.dtype = UQ_DTYPE_BF16;
+    c.layout = Q_CONTIGUOUS;
+    c.k_ramp = 39.0;
+    c.seed = 555 + (uint64_t)hk;
+    assert_true(run_case(&c) < 1e-2);
+  }
+}
+
 /* Stale slots past seq_len, unused blocks (scale bytes up to 255, random
  * codes) and garbage block-table entries past the used blocks give output
  * bitwise equal to a run on clean data. */
@@ -213,6 +236,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(decode_fused_and_prologue_paths_match_reference),
       cmocka_unit_test(decode_ignores_stale_slots_and_table_tail),
+      cmocka_unit_test(decode_follows_rising_scores),
       cmocka_unit_test(decode_reads_padded_slots),
       cmocka_unit_test(decode_matches_reference_across_gqa_and_block_sizes),
   };

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # compute-sanitizer memcheck and racecheck of the short gpu.decode tests
 # (the fused and prologue query paths; stale slots, garbage block-table
-# tails, block sizes 16 and 256; padded slots) on one decode layer, by
+# tails, block sizes 16 and 256; padded slots; rising scores, which move
+# the softmax references) on one decode layer, by
 # default the one the device gets (UQ_TEST_VARIANT=default|matrix|portable).
 # The long GQA /
 # block-size matrix takes minutes natively and does not fit under the
 # sanitizers' slowdown. Meant for the lent GPU machine after
 # tools/gpu-check.sh or tools/gpu-iterate.sh built $UQ_GPU_BUILD (it builds
 # without running tests otherwise). Logs under $OUT; each run is cut at
-# UQ_SAN_S seconds (default 90). Prints one summary line per run.
+# UQ_SAN_S seconds (default 90); UQ_SAN_FILTERS picks the tests (globs).
+# Prints one summary line per run.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}
@@ -28,8 +30,10 @@ export UQ_TESTDATA=${UQ_TESTDATA:-$PWD/.deps/testdata}
 export UQ_TEST_VARIANT=${UQ_TEST_VARIANT:-default}
 
 status=0
+set -f # the filters are test-name globs, not file names
 for tool in memcheck racecheck; do
-  for filter in 'decode_fused*' 'decode_ignores*' 'decode_reads*'; do
+  # shellcheck disable=SC2086
+  for filter in ${UQ_SAN_FILTERS:-decode_fused* decode_ignores* decode_reads* decode_follows*}; do
     log="$OUT/san-$tool-${filter%%_*}-${filter#decode_}"
     log=${log%\*}.log
     UQ_TEST_FILTER=$filter timeout "${UQ_SAN_S:-90}" compute-sanitizer --tool "$tool" \
