@@ -491,8 +491,9 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       }
       any_big = __syncthreads_or(vbig) != 0;
       /* A query moves its reference to the chunk's maximum only when that
-       * passes the slack: the same decision in every thread, from the
-       * same shared values. */
+       * passes the slack: the same decision in every thread that holds
+       * the query (same shared values), but threads holding other queries
+       * may decide otherwise, so the barrier below is unconditional. */
       float alpha[4];
       bool moved = false;
 #pragma unroll
@@ -504,7 +505,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         moved |= m != m_run[i];
         m_run[i] = m;
       }
-      if (moved) { /* uniform */
+      if (moved) { /* per thread: its four queries */
         const float4 lp = sm.l_prev[tid];
         l_part[0] = lp.x * alpha[0];
         l_part[1] = lp.y * alpha[1];
@@ -517,8 +518,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
             acc[mt][e] *= alpha[(e & 1) + 2 * (e >> 2)];
         /* Nobody reads P before PV, which follows the barrier. */
         write_p();
-        uq_barrier(); /* C': P against the new references is in */
       }
+      uq_barrier(); /* C': P against the new references is in */
     }
 
     /* ---- PV: step ks covers warp ks's tokens; this thread's A registers
