@@ -10,9 +10,10 @@
  * P rounded to bf16 for PV, fp32 accumulation.
  *
  * One warpgroup (128 threads). Tokens go in chunks of 64, copied raw
- * (272 bytes a slot) into shared memory with cp.async (sm90_chunks.hip:
- * one flat, coalesced range per block), double buffered: chunk k + 1 is
- * copied while chunk k is computed. Per
+ * (272 bytes a slot) into shared memory (sm90_chunks.hip: TMA bulk copies
+ * where a chunk's runs are single ranges, else flat 16- or 4-byte
+ * cp.async pieces), double buffered: chunk k + 1 is copied while chunk k
+ * is computed. Per
  * chunk (wgmma_sm90_maps.hip has the fragment maps):
  *  - QK: eight wgmma m64n16k32 e4m3, one per 32-dim group, K converted to
  *    E4M3 in registers (A), the haircut query read by the tensor cores
@@ -20,19 +21,20 @@
  *    K scale per token, summed in fp32. Two groups in flight while the
  *    next two are converted.
  *  - Softmax in base 2: the scores are scaled by scale * log2(e) once, so
- *    every exponential is one ex2. The chunk's per-query maxima meet in
- *    shared memory (one barrier); every thread then knows the running max,
- *    rescales its accumulators, and writes its P (bf16 pairs, one 32-bit
- *    store per query) into the B operand of PV; the row sums stay per
- *    thread until the end.
+ *    every exponential is one ex2. P (bf16 pairs, one 32-bit store per
+ *    query, into the B operand of PV) is taken against a per-query
+ *    reference every thread holds; only when a score passes it by more
+ *    than 2^8 (and on the first chunk) do the chunk's maxima meet in
+ *    shared memory, the reference move, the accumulators rescale and P
+ *    get rewritten. The row sums stay per thread until the end.
  *  - PV: sixteen wgmma m64n16k16 bf16 (four 64-dim tiles x four 16-token
  *    steps), V dequantized to bf16 with the scale folded in, straight into
  *    the A registers (no shared-memory round trip), one step converted
  *    while the previous one runs. The scale factors are computed once per
  *    chunk into a small table (each token's bytes by one thread).
- * Three barriers a chunk: A (chunk k is in, chunk k - 1's buffer, P and
- * the factor table are free), B (row maxima), C (P and the factors are
- * in). */
+ * Two barriers a chunk: A (chunk k is in, chunk k - 1's buffer, P and
+ * the factor table are free) and C (P and the factors are in; a block-wide
+ * OR of the slow path's flags); the slow path adds two. */
 
 #ifndef UQ_ROUTE_NVRTC
 #error "decode_wgmma_sm90.hip is the NVIDIA (NVRTC) warpgroup layer"
