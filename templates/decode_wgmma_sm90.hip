@@ -495,32 +495,30 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       /* A query moves its reference to the chunk's maximum only when that
        * passes the slack: the same decision in every thread that holds
        * the query (same shared values), but threads holding other queries
-       * may decide otherwise, so the barrier below is unconditional. */
+       * may decide otherwise: nothing below is conditional on it. */
       float alpha[4];
-      bool moved = false;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const float4 rm = sm.red_max[(i & 1) + 2 * tig + 8 * (i >> 1)];
         const float cm = uq_fmax(uq_fmax(rm.x, rm.y), uq_fmax(rm.z, rm.w));
         const float m = cm > m_run[i] + UQ_WG_SLACK ? cm : m_run[i];
         alpha[i] = uq_wg_exp2(m_run[i] - m); /* 2^-inf = 0 for the first */
-        moved |= m != m_run[i];
         m_run[i] = m;
       }
-      if (moved) { /* per thread: its four queries */
-        const float4 lp = sm.l_prev[tid];
-        l_part[0] = lp.x * alpha[0];
-        l_part[1] = lp.y * alpha[1];
-        l_part[2] = lp.z * alpha[2];
-        l_part[3] = lp.w * alpha[3];
+      /* Unconditionally (the slow path is rare): a query that kept its
+       * reference has alpha 1 and gets the same sums and P bits again. */
+      const float4 lp = sm.l_prev[tid];
+      l_part[0] = lp.x * alpha[0];
+      l_part[1] = lp.y * alpha[1];
+      l_part[2] = lp.z * alpha[2];
+      l_part[3] = lp.w * alpha[3];
 #pragma unroll
-        for (int mt = 0; mt < 4; ++mt)
+      for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
-          for (int e = 0; e < 8; ++e)
-            acc[mt][e] *= alpha[(e & 1) + 2 * (e >> 2)];
-        /* Nobody reads P before PV, which follows the barrier. */
-        write_p();
-      }
+        for (int e = 0; e < 8; ++e)
+          acc[mt][e] *= alpha[(e & 1) + 2 * (e >> 2)];
+      /* Nobody reads P before PV, which follows the barrier. */
+      write_p();
       uq_barrier(); /* C': P against the new references is in */
     }
 
