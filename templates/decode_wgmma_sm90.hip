@@ -62,8 +62,8 @@ struct alignas(128) uq_wg_smem {
   alignas(128) uq_u8 pt[16 * UQ_WG_CHUNK * 2];   /* B of PV: P, bf16 */
   alignas(16) uq_u8 vfac[8 * UQ_WG_VFAC_ROW];    /* the chunk's V factors lo */
   float4 red_max[16];                            /* [query]: the four warps' values */
-  float4 red_sum[16];                            /* the end's sums and maxima */
-  float4 red_seen[16];
+  float4 red_sum[16];                            /* the end's sums ... */
+  float4 red_seen[16];                           /* ... and true maxima */
   float4 l_prev[UQ_BLOCK_THREADS];               /* each thread's sums before the chunk */
   float4 seen[UQ_BLOCK_THREADS];                 /* each thread's maxima so far */
   uq_u64 full[2];                                /* bulk copies: raw[i] has landed */
