@@ -61,9 +61,8 @@ struct alignas(128) uq_wg_smem {
   alignas(128) uq_u8 qt[16 * UQ_HEAD_DIM];       /* B of QK: the haircut query, E4M3 */
   alignas(128) uq_u8 pt[16 * UQ_WG_CHUNK * 2];   /* B of PV: P, bf16 */
   alignas(16) uq_u8 vfac[8 * UQ_WG_VFAC_ROW];    /* the chunk's V factors lo */
-  float4 red_max[16];                            /* [query]: the four warps' values */
-  float4 red_sum[16];                            /* the end's sums ... */
-  float4 red_seen[16];                           /* ... and true maxima */
+  float4 red_max[16];                            /* [query]: the four warps' maxima */
+  float4 red_sum[16];                            /* [query]: the four warps' sums (end) */
   float4 l_prev[UQ_BLOCK_THREADS];               /* each thread's sums before the chunk */
   float4 seen[UQ_BLOCK_THREADS];                 /* each thread's maxima so far */
   uq_u64 full[2];                                /* bulk copies: raw[i] has landed */
@@ -293,6 +292,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
    * below), and the D-fragment element of query i in row half r (0: row
    * grp, 1: row grp + 8): (i & 1) + 2 r + 4 (i >> 1). Maxima are in base
    * 2 (log2(e) times the scaled logits). */
+  auto query_of = [&](int i) { return (i & 1) + 2 * tig + 8 * (i >> 1); };
   const float ninf = uq_neg_inf();
   float m_run[4] = {ninf, ninf, ninf, ninf}; /* the reference: same in every thread */
   /* The true maxima of this thread's scores, kept in shared memory
@@ -489,7 +489,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       if (grp == 0) {
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          ((float *)&sm.red_max[(i & 1) + 2 * tig + 8 * (i >> 1)])[warp] = mx[i];
+          ((float *)&sm.red_max[query_of(i)])[warp] = mx[i];
       }
       any_big = __syncthreads_or(vbig) != 0;
       /* A query moves its reference to the chunk's maximum only when that
@@ -499,7 +499,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       float alpha[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float4 rm = sm.red_max[(i & 1) + 2 * tig + 8 * (i >> 1)];
+        const float4 rm = sm.red_max[query_of(i)];
         const float cm = uq_fmax(uq_fmax(rm.x, rm.y), uq_fmax(rm.z, rm.w));
         const float m = cm > m_run[i] + UQ_WG_SLACK ? cm : m_run[i];
         alpha[i] = uq_wg_exp2(m_run[i] - m); /* 2^-inf = 0 for the first */
@@ -519,7 +519,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
           acc[mt][e] *= alpha[(e & 1) + 2 * (e >> 2)];
       /* Nobody reads P before PV, which follows the barrier. */
       write_p();
-      uq_barrier(); /* C': P against the new references is in */
+      uq_barrier(); /* C': P against the new references is in; red_max is read */
     }
 
     /* ---- PV: step ks covers warp ks's tokens; this thread's A registers
@@ -609,17 +609,17 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     if (grp == 0) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int n = (i & 1) + 2 * tig + 8 * (i >> 1);
+        const int n = query_of(i);
         ((float *)&sm.red_sum[n])[warp] = l_part[i];
-        ((float *)&sm.red_seen[n])[warp] = m_seen[i];
+        ((float *)&sm.red_max[n])[warp] = m_seen[i]; /* free since C' */
       }
     }
     uq_barrier();
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int n = (i & 1) + 2 * tig + 8 * (i >> 1);
+      const int n = query_of(i);
       const float4 rs = sm.red_sum[n];
-      const float4 rm = sm.red_seen[n];
+      const float4 rm = sm.red_max[n];
       l[i] = (rs.x + rs.y) + (rs.z + rs.w);
       m_true[i] = uq_fmax(uq_fmax(rm.x, rm.y), uq_fmax(rm.z, rm.w));
     }
@@ -627,7 +627,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   uq_u16 *out = (uq_u16 *)p.segm_out;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const int n = (i & 1) + 2 * tig + 8 * (i >> 1);
+    const int n = query_of(i);
     if (n >= UQ_QG)
       continue;
     /* One correctly rounded reciprocal per query; acc * (1 / l) is within
