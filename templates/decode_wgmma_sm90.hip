@@ -19,7 +19,8 @@
  *    E4M3 in registers (A), the haircut query read by the tensor cores
  *    from shared memory (B); each group's fp32 result times the group's
  *    K scale per token, summed in fp32. Two groups in flight while the
- *    next two are converted.
+ *    next two are converted. The K scales come as fp32 from a per-warp
+ *    table each warp fills for its own tokens.
  *  - Softmax in base 2: the scores are scaled by scale * log2(e) once, so
  *    every exponential is one ex2. P (bf16 pairs, one 32-bit store per
  *    query, into the B operand of PV) is taken against a per-query
@@ -31,7 +32,10 @@
  *    steps), V dequantized to bf16 with the scale folded in, straight into
  *    the A registers (no shared-memory round trip), one step converted
  *    while the previous one runs. The scale factors are computed once per
- *    chunk into a small table (each token's bytes by one thread).
+ *    chunk into a small table (a thread: two tokens, two groups).
+ * The integer pipe, which the FP4 conversions keep busy (it issues at
+ * half rate), is the layer's tightest resource: work that can go to the
+ * load or fma pipes (tables, multiply-adds) goes there.
  * Two barriers a chunk: A (chunk k is in, chunk k - 1's buffer, P and
  * the factor table are free) and C (P and the factors are in; a block-wide
  * OR of the slow path's flags); the slow path adds two. */
@@ -63,7 +67,7 @@ struct alignas(128) uq_wg_smem {
   alignas(16) uq_u8 vfac[8 * UQ_WG_VFAC_ROW];    /* the chunk's V factors lo */
   float4 red_max[16];                            /* [query]: the four warps' maxima */
   float4 red_sum[16];                            /* [query]: the four warps' sums (end) */
-  float4 l_prev[UQ_BLOCK_THREADS];               /* each thread's sums before the chunk */
+  float4 kscale[2][UQ_WG_CHUNK];                 /* [half][token]: K scales of groups 4 half .. + 3 */
   float4 seen[UQ_BLOCK_THREADS];                 /* each thread's maxima so far */
   uq_u64 full[2];                                /* bulk copies: raw[i] has landed */
 };
@@ -224,21 +228,43 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
    * one subtracts, each as one fma by +-1 (a single rounding of a + b or
    * a - b, as uq_fadd_rn / uq_fsub_rn). The lane's E4M3 bytes are two
    * words of the operand: even dims at K-block 2 g, odd dims at 2 g + 1
-   * (g = l / 4), positions 4 (l % 4) .. + 3. */
+   * (g = l / 4), positions 4 (l % 4) .. + 3.
+   *
+   * The lane's eight 16-bit elements of a row come in one 16-byte load
+   * where the strides and the pointer allow (one L2 sector of the row per
+   * lane pair instead of eight scattered loads). On the bulk-copy path the
+   * four rows' loads are issued before the first is used (one memory round
+   * trip per block instead of four, which short sequences feel) and handed
+   * down a register queue, so that the rotation stays one loop body; the
+   * piecewise path has no registers to spare for the queue here (its copy
+   * state is live) and loads each row in turn. */
+  auto q_elem0 = [&](int n) {
+    return (uq_i64)b * UQ_Q_STRIDE_SEQ + (uq_i64)(kh * UQ_QG + n) * UQ_Q_STRIDE_HEAD + 8 * lane;
+  };
+  const bool q_vec = UQ_FUSE_QROT && UQ_Q_STRIDE_SEQ % 8 == 0 && UQ_Q_STRIDE_HEAD % 8 == 0 &&
+                     ((unsigned long long)p.query & 15u) == 0;
+  uint4 q_queue[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int n = 4 * warp + j;
+    q_queue[j] = make_uint4(0u, 0u, 0u, 0u);
+    if (UQ_SM90_BULK && q_vec && n < UQ_QG)
+      q_queue[j] = *(const uint4 *)((const uq_u16 *)p.query + q_elem0(n));
+  }
 #pragma unroll 1
   for (int j = 0; j < 4; ++j) {
     const int n = 4 * warp + j;
+    const uint4 w = UQ_SM90_BULK || !q_vec || n >= UQ_QG
+                        ? q_queue[0]
+                        : *(const uint4 *)((const uq_u16 *)p.query + q_elem0(n));
+    q_queue[0] = q_queue[1];
+    q_queue[1] = q_queue[2];
+    q_queue[2] = q_queue[3];
     uq_u32 even = 0u, odd = 0u;
     if (n < UQ_QG) {
       float v[8];
       if (UQ_FUSE_QROT) {
-        const uq_i64 e0 = (uq_i64)b * UQ_Q_STRIDE_SEQ + (uq_i64)(kh * UQ_QG + n) * UQ_Q_STRIDE_HEAD + 8 * lane;
-        /* The lane's eight 16-bit elements in one 16-byte load where the
-         * strides and the pointer allow (one L2 sector of the row per
-         * lane pair instead of eight scattered loads). */
-        if (UQ_Q_STRIDE_SEQ % 8 == 0 && UQ_Q_STRIDE_HEAD % 8 == 0 &&
-            ((unsigned long long)p.query & 15u) == 0) {
-          const uint4 w = *(const uint4 *)((const uq_u16 *)p.query + e0);
+        if (q_vec) {
           const uq_u32 words[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
           for (int i = 0; i < 8; ++i) {
@@ -248,7 +274,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         } else {
 #pragma unroll
           for (int i = 0; i < 8; ++i)
-            v[i] = uq_load_elem(p.query, UQ_DTYPE, e0 + i);
+            v[i] = uq_load_elem(p.query, UQ_DTYPE, q_elem0(n) + i);
         }
 #pragma unroll
         for (int h = 1; h < 8; h *= 2)
@@ -314,11 +340,11 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   /* P of the thread's queries, K indices 2 grp (+ 1) of its warp's step:
    * offset of query 2 tig; query + 1 is 16 bytes on, + 8 one N-block. */
   const int p_at = uq_wg_p_offset(2 * tig, uq_wg_p_k(warp, grp, 0));
-  /* The V factors this thread computes each chunk: token ft's scale bytes
-   * of groups 4 fh .. 4 fh + 3. */
-  const int ft = tid >> 1;
-  const int fh = tid & 1;
-  const int ft_k = uq_wg_token_p_k(ft);
+  /* The V factor words this thread computes each chunk: groups vf_g and
+   * vf_g + 1 of the K index pair vf_k, tokens vf_t and vf_t + 8. */
+  const int vf_t = uq_wg_vfac_token(tid, 0);
+  const int vf_k = uq_wg_vfac_k(tid);
+  const int vf_g = uq_wg_vfac_group(tid);
   const int vgroup = vword / 4;
 
 #pragma unroll 1
@@ -338,15 +364,28 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
 
     /* ---- V factors lo of the chunk (read by PV after barrier C; PV of
      * chunk k - 1 is done with the table: barrier A) ---- */
-    bool vbig = false;
+    bool vbig;
     {
-      const uq_u32 w = *(const uq_u32 *)(raw + ft * UQ_SM90_SLOT + UQ_WG_VSCALE + 4 * fh);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const uq_u32 byte = (w >> (8 * j)) & 0xFFu;
-        *(uq_u16 *)(sm.vfac + uq_wg_vfac_offset(4 * fh + j, ft_k)) = (uq_u16)uq_wg_vscale_lo1(byte);
-        vbig |= byte > 128u;
-      }
+      const uq_u8 *v0 = raw + vf_t * UQ_SM90_SLOT + UQ_WG_VSCALE + vf_g;
+      const uq_u32 x0 = *(const uq_u16 *)v0;
+      const uq_u32 x1 = *(const uq_u16 *)(v0 + 8 * UQ_SM90_SLOT); /* uq_wg_vfac_token(tid, 1) */
+      bool big0, big1;
+      *(uq_u32 *)(sm.vfac + uq_wg_vfac_offset(vf_g, vf_k)) = uq_wg_vscale_lo_x2(uq_wg_vfac_pair(x0, x1, 0), &big0);
+      *(uq_u32 *)(sm.vfac + uq_wg_vfac_offset(vf_g + 1, vf_k)) = uq_wg_vscale_lo_x2(uq_wg_vfac_pair(x0, x1, 1), &big1);
+      vbig = big0 || big1;
+    }
+
+    /* ---- K scales of the warp's sixteen tokens as fp32, four a lane:
+     * QK's accumulation then loads them (the load pipe has room; the
+     * integer pipe, which extracting them per use took, has not). Only
+     * this warp reads them: a warp barrier orders it. ---- */
+    {
+      const int t = 16 * warp + (lane >> 1);
+      const int h = lane & 1;
+      const uq_u32 w = *(const uq_u32 *)(raw + t * UQ_SM90_SLOT + UQ_WG_KSCALE + 4 * h);
+      sm.kscale[h][t] = make_float4(uq_bits_f32(uq_wg_kscale_bits(w, 0)), uq_bits_f32(uq_wg_kscale_bits(w, 1)),
+                                    uq_bits_f32(uq_wg_kscale_bits(w, 2)), uq_bits_f32(uq_wg_kscale_bits(w, 3)));
+      __syncwarp();
     }
 
     /* ---- QK: rows (tokens) tq and tq + 8 ---- */
@@ -357,8 +396,6 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     {
       const uq_u8 *k0 = raw + tq * UQ_SM90_SLOT;
       const uq_u8 *k1 = k0 + 8 * UQ_SM90_SLOT;
-      const uint2 sc0 = *(const uint2 *)(k0 + UQ_WG_KSCALE);
-      const uint2 sc1 = *(const uint2 *)(k1 + UQ_WG_KSCALE);
       uq_u32 a[2][2][4];   /* [set][group of the pair][register] */
       float c[2][2][8];
       auto convert = [&](int set, int g0) {
@@ -382,13 +419,14 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         uq_wg_hold(c[set][1]);
         uq_wg_hold(a[set][0]);
         uq_wg_hold(a[set][1]);
+        /* groups g0, g0 + 1 (g0 even) are in one half of the table */
+        const float4 ka = sm.kscale[g0 >> 2][tq];
+        const float4 kb = sm.kscale[g0 >> 2][tq + 8];
 #pragma unroll
         for (int gi = 0; gi < 2; ++gi) {
           const int g = g0 + gi;
-          const uq_u32 w0 = g < 4 ? sc0.x : sc0.y;
-          const uq_u32 w1 = g < 4 ? sc1.x : sc1.y;
-          const float sa = uq_bits_f32(uq_wg_kscale_bits(w0, g & 3));
-          const float sb = uq_bits_f32(uq_wg_kscale_bits(w1, g & 3));
+          const float sa = (g & 2) ? ((g & 1) ? ka.w : ka.z) : ((g & 1) ? ka.y : ka.x);
+          const float sb = (g & 2) ? ((g & 1) ? kb.w : kb.z) : ((g & 1) ? kb.y : kb.x);
           const float *cc = c[set][gi];
           s[0] += sa * cc[0];
           s[1] += sa * cc[1];
@@ -452,21 +490,21 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       sm.seen[tid] = make_float4(uq_fmax(m.x, mx[0]), uq_fmax(m.y, mx[1]), uq_fmax(m.z, mx[2]),
                                  uq_fmax(m.w, mx[3]));
     }
-    /* The sums before the chunk, for the slow path only (in shared memory:
-     * registers are at the budget). */
-    sm.l_prev[tid] = make_float4(l_part[0], l_part[1], l_part[2], l_part[3]);
+    /* The chunk's weights per query, added to l_part once the reference
+     * is settled (after barrier C or C'). */
+    float p_sum[4];
     auto write_p = [&]() {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        /* A reference of -inf (no chunk yet) reads as 0 so that masked
-         * scores give 2^-inf = 0 rather than -inf - -inf; any finite
-         * score then forces the exchange below and is recomputed. */
-        const float m_ref = m_run[i] == ninf ? 0.0f : m_run[i];
+        /* On the first chunk the reference is -inf and these are inf or
+         * NaN; but every chunk has a token below seq_len, whose finite
+         * score forces the exchange below, which rewrites P and the sums
+         * (and scales l_part and acc, still 0, by 0). */
         const int e = (i & 1) + 4 * (i >> 1);
-        const float p0 = uq_wg_exp2(s[e] - m_ref);
-        const float p1 = uq_wg_exp2(s[e + 2] - m_ref);
+        const float p0 = uq_wg_exp2(s[e] - m_run[i]);
+        const float p1 = uq_wg_exp2(s[e + 2] - m_run[i]);
         /* The sums keep the unrounded fp32 p; PV takes p in bf16. */
-        l_part[i] += p0 + p1;
+        p_sum[i] = p0 + p1;
         const int n_off = 16 * (i & 1) + UQ_WG_SBO * (i >> 1);
         *(uq_u32 *)(sm.pt + p_at + n_off) = uq_wg_bf16x2(p1, p0);
       }
@@ -507,11 +545,9 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       }
       /* Unconditionally (the slow path is rare): a query that kept its
        * reference has alpha 1 and gets the same sums and P bits again. */
-      const float4 lp = sm.l_prev[tid];
-      l_part[0] = lp.x * alpha[0];
-      l_part[1] = lp.y * alpha[1];
-      l_part[2] = lp.z * alpha[2];
-      l_part[3] = lp.w * alpha[3];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        l_part[i] *= alpha[i];
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
@@ -521,6 +557,9 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       write_p();
       uq_barrier(); /* C': P against the new references is in; red_max is read */
     }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      l_part[i] += p_sum[i];
 
     /* ---- PV: step ks covers warp ks's tokens; this thread's A registers
      * hold K indices 2 tig, + 1 (va) and 2 tig + 8, + 9 (vb) of the step,

@@ -37,6 +37,16 @@
 /* prmt.b32 with selector nibbles below 8 (every selector here is so):
  * byte n of the result is byte (s >> 4n) & 7 of {y, x}. */
 UQ_DEV uq_u32 uq_prmt(uq_u32 x, uq_u32 y, uq_u32 s) { return __byte_perm(x, y, s); }
+/* The bits of a where m is set, of b elsewhere: one lop3 (the compiler,
+ * left to itself, trims the mask by the known-zero bits of a shifted
+ * operand and then needs two). */
+UQ_DEV uq_u32 uq_bitsel(uq_u32 m, uq_u32 a, uq_u32 b) {
+  uq_u32 d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xE2;\n" : "=r"(d) : "r"(a), "r"(m), "r"(b));
+  return d;
+}
+#else
+UQ_DEV uq_u32 uq_bitsel(uq_u32 m, uq_u32 a, uq_u32 b) { return (a & m) | (b & ~m); }
 #endif
 
 /* Head dim of half e (0, 1) of QK operand register `reg` (0: a0/a1 and b0;
@@ -104,8 +114,8 @@ UQ_DEV void uq_mma_fp4x8_f16s(uq_u32 w, uq_u32 r[4]) {
 #if UQ_MMA_SUBNORMAL_OPERANDS
 UQ_DEV void uq_mma_fp4x8_bf16s(uq_u32 w, uq_u32 r[4]) {
   const uq_u32 m = 0x81C081C0u;
-  const uq_u32 u01 = (w & 0x00770077u) | ((w << 6) & ~0x00770077u);
-  const uq_u32 u23 = ((w >> 6) & 0x01DC01DCu) | (w & ~0x01DC01DCu);
+  const uq_u32 u01 = uq_bitsel(0x00770077u, w, w << 6);
+  const uq_u32 u23 = uq_bitsel(0x01DC01DCu, w >> 6, w);
   r[0] = (u01 << 6) & m;
   r[1] = (u01 << 2) & m;
   r[2] = (u23 << 4) & m;

@@ -142,6 +142,33 @@ UQ_DEV uq_u32 uq_wg_vscale_lo2(uq_u32 a, uq_u32 b) {
   return uq_wg_vscale_lo1(a) | (uq_wg_vscale_lo1(b) << 16);
 }
 
+/* uq_wg_vscale_lo2 of two bytes held as the 16-bit halves of h (a low, b
+ * high), both at once: a 16-bit-pair minimum and one multiply-add, which
+ * keep the integer pipe (the layer's bottleneck) free of the per-byte
+ * extract / clamp / shift; *big says whether either byte is over 128 (the
+ * minimum moved it). */
+#ifndef UQ_MMA_HOST_MODEL
+UQ_DEV uq_u32 uq_wg_min128x2(uq_u32 h) {
+  uq_u32 d;
+  asm("min.u16x2 %0, %1, %2;\n" : "=r"(d) : "r"(h), "r"(0x00800080u));
+  return d;
+}
+#else
+UQ_DEV uq_u32 uq_wg_min128x2(uq_u32 h) {
+  const uq_u32 lo = h & 0xFFFFu, hi = h >> 16;
+  return (lo < 128u ? lo : 128u) | ((hi < 128u ? hi : 128u) << 16);
+}
+#endif
+UQ_DEV uq_u32 uq_wg_vscale_lo_x2(uq_u32 h, bool *big) {
+  const uq_u32 m = uq_wg_min128x2(h);
+  *big = m != h;
+#if UQ_MMA_SUBNORMAL_OPERANDS
+  return m * 128u + 0x3F003F00u; /* (min(byte, 128) + 126) << 7 per half */
+#else
+  return h * 128u;
+#endif
+}
+
 /* The chunk's V factors lo, computed once per chunk into shared memory:
  * table row g (V group) holds the bf16 lo of each token's scale byte at
  * its PV K index (uq_wg_p_k), so that a thread's pair of K indices 2 j,
@@ -151,10 +178,19 @@ UQ_DEV uq_u32 uq_wg_vscale_lo2(uq_u32 a, uq_u32 b) {
 constexpr int UQ_WG_VFAC_ROW = 144;
 UQ_DEV int uq_wg_vfac_offset(int g, int k) { return g * UQ_WG_VFAC_ROW + 2 * k; }
 
-/* PV K index of chunk token t: the inverse of uq_wg_qk_token. */
-UQ_DEV int uq_wg_token_p_k(int t) {
-  const int r = t & 7;
-  return uq_wg_p_k(t >> 4, (r >> 1) + 4 * (r & 1), (t >> 3) & 1);
+/* Who computes which words of the table: thread tid takes the K index
+ * pair 2 i, 2 i + 1 of step ks (pair tid / 4: ks = tid / 32, i = tid / 4
+ * % 8), whose tokens are uq_wg_vfac_token(tid, 0) and (tid, 1), and the
+ * groups 2 (tid % 4) and 2 (tid % 4) + 1: two words, each one
+ * uq_wg_vscale_lo_x2 of the tokens' bytes of that group. */
+UQ_DEV int uq_wg_vfac_token(int tid, int h) { return uq_wg_qk_token(tid >> 5, (tid >> 2) & 7, h); }
+UQ_DEV int uq_wg_vfac_k(int tid) { return 16 * (tid >> 5) + 2 * ((tid >> 2) & 7); }
+UQ_DEV int uq_wg_vfac_group(int tid) { return 2 * (tid & 3); }
+/* The argument of uq_wg_vscale_lo_x2 for group uq_wg_vfac_group + j (j =
+ * 0, 1) from the two tokens' scale bytes of both groups (x0, x1: 16-bit
+ * loads, group + 0 in the low byte): byte j of each as a 16-bit half. */
+UQ_DEV uq_u32 uq_wg_vfac_pair(uq_u32 x0, uq_u32 x1, int j) {
+  return uq_prmt(x0, x1, j ? 0x2521u : 0x2420u);
 }
 
 /* The layer's schedule: a sequence's 64-token chunks go round-robin over

@@ -10,6 +10,7 @@
  * V convert, fragment reads) are replayed on top of that model. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -687,8 +688,25 @@ static void a_threads_two_p_values_of_a_query_are_one_aligned_word(void **st) {
       }
 }
 
-/* The kernel's V factor table: thread tid writes token tid / 2's lo of
- * groups 4 (tid % 2) .. + 3 at its PV K index; PV reads the words of K
+/* The factor table's two-at-once form equals the per-byte one for every
+ * pair of bytes, and flags exactly the pairs with a byte over 128 (the
+ * kernel's second-factor path). */
+static void v_scale_lo_x2_matches_the_per_byte_lo(void **st) {
+  (void)st;
+  for (uq_u32 a = 0; a < 256u; a++)
+    for (uq_u32 b = 0; b < 256u; b++) {
+      bool big;
+      uq_u32 lo = uq_wg_vscale_lo_x2(a | b << 16, &big);
+      if (lo != uq_wg_vscale_lo2(a, b) || big != (a > 128u || b > 128u))
+        fail_msg("bytes %u %u: lo %08x (want %08x), big %d", a, b, lo, uq_wg_vscale_lo2(a, b),
+                 (int)big);
+    }
+}
+
+/* The kernel's V factor table: thread tid reads the two tokens
+ * uq_wg_vfac_token(tid, 0 / 1) of its K index pair uq_wg_vfac_k(tid) and
+ * writes the words of groups uq_wg_vfac_group(tid) and + 1, each
+ * uq_wg_vscale_lo_x2 of the two tokens' bytes; PV reads the words of K
  * indices 2 tig (+ 1) and 2 tig + 8 (+ 9) of step ks in its V word's
  * group. Every (group, K index) is written once, every read gives
  * uq_wg_vscale_lo2 of the two tokens' bytes (as the per-step code did),
@@ -707,15 +725,27 @@ static void v_factor_table_gives_each_k_pair_its_two_tokens_lo(void **st) {
     memset(table, 0xee, sizeof table);
     memset(written, 0, sizeof written);
     for (int tid = 0; tid < THREADS; tid++) {
-      int t = tid >> 1, fh = tid & 1;
-      for (int j = 0; j < 4; j++) {
-        int off = uq_wg_vfac_offset(4 * fh + j, uq_wg_token_p_k(t));
-        assert_in_range(off, 0, (int)sizeof table - 2);
-        uq_u32 lo = uq_wg_vscale_lo1(bytes[t][4 * fh + j]);
-        assert_true(lo <= 0xffffu);
-        table[off] = (uq_u8)lo;
-        table[off + 1] = (uq_u8)(lo >> 8);
-        written[off]++;
+      int t0 = uq_wg_vfac_token(tid, 0), t1 = uq_wg_vfac_token(tid, 1);
+      assert_in_range(t0, 0, 63);
+      assert_in_range(t1, 0, 63);
+      /* the kernel reads the second token 8 slots after the first */
+      assert_int_equal(t1, t0 + 8);
+      int g0 = uq_wg_vfac_group(tid);
+      assert_in_range(g0, 0, 6);
+      /* the 16-bit loads of groups g0, g0 + 1 (little-endian) */
+      uq_u32 x0 = bytes[t0][g0] | (uq_u32)bytes[t0][g0 + 1] << 8;
+      uq_u32 x1 = bytes[t1][g0] | (uq_u32)bytes[t1][g0 + 1] << 8;
+      for (int j = 0; j < 2; j++) {
+        int g = g0 + j;
+        int off = uq_wg_vfac_offset(g, uq_wg_vfac_k(tid));
+        assert_in_range(off, 0, (int)sizeof table - 4);
+        assert_int_equal(off % 4, 0);
+        bool big;
+        uq_u32 lo = uq_wg_vscale_lo_x2(uq_wg_vfac_pair(x0, x1, j), &big);
+        for (int b = 0; b < 4; b++) {
+          table[off + b] = (uq_u8)(lo >> (8 * b));
+          written[off + b]++;
+        }
       }
     }
     for (int i = 0; i < (int)sizeof table; i++)
@@ -795,6 +825,7 @@ int main(void) {
       cmocka_unit_test(qk_tokens_permute_each_warps_sixteen_and_pv_reads_them_back),
       cmocka_unit_test(k_and_v_word_reads_are_free_of_bank_conflicts),
       cmocka_unit_test(a_threads_two_p_values_of_a_query_are_one_aligned_word),
+      cmocka_unit_test(v_scale_lo_x2_matches_the_per_byte_lo),
       cmocka_unit_test(v_factor_table_gives_each_k_pair_its_two_tokens_lo),
       cmocka_unit_test(chunk_schedule_covers_each_chunk_once),
   };
