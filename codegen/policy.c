@@ -86,9 +86,12 @@ static int choose_variant(const uq__target_info *info) {
                                        : UQ_VARIANT_PORTABLE;
 }
 
-/* Blocks that keep an sm_90a device busy for about four waves of the
- * warpgroup layer (132 SMs of an H100/H200 hold four of its blocks each). */
-#define WARPGROUP_FULL_GRID 2048
+/* Blocks that keep an sm_90a device busy for about two waves of the
+ * warpgroup layer (132 SMs of an H100/H200 hold four of its blocks each).
+ * Against four waves (2048) this was faster on every shape measured on
+ * the H200 (docs/BENCHMARKS.md, session 6); one wave (512) lost on long
+ * sequences with many kv heads. */
+#define WARPGROUP_FULL_GRID 1024
 
 /* The sm_90a warpgroup layer's partitions: vLLM's, halved while the grid
  * (B x Hk x P blocks) stays at WARPGROUP_FULL_GRID or more. Each block
