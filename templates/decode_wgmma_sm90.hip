@@ -10,9 +10,9 @@
  * P rounded to bf16 for PV, fp32 accumulation.
  *
  * One warpgroup (128 threads). Tokens go in chunks of 64, copied raw
- * (272 bytes a slot) into shared memory (sm90_chunks.hip: TMA bulk copies,
- * one per run or per token, where slots are 16-byte aligned, else flat
- * 4-byte cp.async pieces), double buffered: chunk k + 1 is copied while chunk k
+ * (272 bytes a slot) into shared memory (sm90_chunks.hip: TMA bulk copies
+ * where a chunk's runs are single ranges, else flat 16- or 4-byte
+ * cp.async pieces), double buffered: chunk k + 1 is copied while chunk k
  * is computed. Per
  * chunk (wgmma_sm90_maps.hip has the fragment maps):
  *  - QK: eight wgmma m64n16k32 e4m3, one per 32-dim group, K converted to
@@ -181,8 +181,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   }
 
   /* Chunk 0's copy goes first, before the query work; each chunk's block
-   * numbers are fetched one chunk ahead of its copy. Where slots are
-   * 16-byte aligned, bulk copies completing on sm.full[k & 1] (use
+   * numbers are fetched one chunk ahead of its copy. Where a chunk's runs
+   * are single ranges, bulk copies completing on sm.full[k & 1] (use
    * k / 2 of that barrier: parity (k >> 1) & 1); otherwise cp.async
    * pieces, one commit group a chunk. */
   const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
@@ -210,8 +210,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   };
   if constexpr (UQ_SM90_BULK) {
     if (tid == 0) {
-      uq_sm90_mbar_init(&sm.full[0], uq_sm90_bulk_run<UQ_WG_CHUNK>::RUNS);
-      uq_sm90_mbar_init(&sm.full[1], uq_sm90_bulk_run<UQ_WG_CHUNK>::RUNS);
+      uq_sm90_mbar_init(&sm.full[0], uq_sm90_run<UQ_WG_CHUNK>::RUNS);
+      uq_sm90_mbar_init(&sm.full[1], uq_sm90_run<UQ_WG_CHUNK>::RUNS);
     }
     uq_barrier();
   }

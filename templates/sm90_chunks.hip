@@ -166,25 +166,15 @@ UQ_DEV void uq_sm90_copy_chunk(uq_u8 *dst, const uq_u8 *kv, int kh, uq_u32 seq_l
 }
 
 /* Bulk copies (the Tensor Memory Accelerator, cp.async.bulk), for the
- * warpgroup layer wherever slots are 16-byte aligned (padded_slot a
- * multiple of 16; the cache is 16-byte aligned): one instruction from one
- * thread per run where every run of a chunk is one range (one kv head,
- * padded_slot 272), else one per token (272 bytes, the slot without its
- * padding), instead of a 16-byte cp.async per piece from every thread;
- * completion is counted in bytes on a shared-memory barrier (mbarrier)
- * rather than per-thread commit groups. Only the tokens below seq_len are
- * read (whole slots, multiples of 16 bytes); the rest of a partial chunk
- * is zeroed with plain stores, as the piecewise copy zero-fills it. */
-constexpr bool UQ_SM90_BULK_RUNS = UQ_SM90_ROW_STRIDE == UQ_SM90_SLOT;
-constexpr bool UQ_SM90_BULK = UQ_SM90_BULK_RUNS || UQ_PADDED_SLOT % 16 == 0;
-
-/* The bulk copies of a chunk: RUNS of SPAN tokens, one per thread
- * 0 .. RUNS - 1 (and as many mbarrier arrivals). */
-template <int CHUNK> struct uq_sm90_bulk_run {
-  static constexpr int SPAN = UQ_SM90_BULK_RUNS ? uq_sm90_run<CHUNK>::SPAN : 1;
-  static constexpr int RUNS = CHUNK / SPAN;
-  static_assert(RUNS <= UQ_BLOCK_THREADS, "sm90 bulk copy: a thread per copy");
-};
+ * warpgroup layer where every run of a chunk is one range (one kv head,
+ * padded_slot 272): one instruction from one thread per run instead of a
+ * 16-byte cp.async per piece from every thread, with completion counted
+ * in bytes on a shared-memory barrier (mbarrier) rather than per-thread
+ * commit groups. Only the tokens below seq_len are read (whole slots,
+ * multiples of 16 bytes, from a 16-byte aligned cache); the rest of a
+ * partial chunk is zeroed with plain stores, as the piecewise copy
+ * zero-fills it. */
+constexpr bool UQ_SM90_BULK = UQ_SM90_ROW_STRIDE == UQ_SM90_SLOT;
 
 /* A barrier that completes when `count` threads have arrived and the
  * bytes they announced have landed. One thread initialises it; a block
@@ -214,21 +204,21 @@ UQ_DEV void uq_sm90_mbar_wait(uq_u64 *bar, uq_u32 parity) {
  * piecewise copy. */
 template <int CHUNK>
 UQ_DEV int uq_sm90_bulk_block(const int *bt_row, uq_u32 seq_len, uq_u32 base, int tid) {
-  using run = uq_sm90_bulk_run<CHUNK>;
+  using run = uq_sm90_run<CHUNK>;
   const uq_u32 t = base + (uq_u32)(tid * run::SPAN);
   return tid < run::RUNS && t < seq_len ? bt_row[t / UQ_BLOCK_SIZE] : 0;
 }
 
 /* Starts the copy of the chunk at token `base` (below seq_len) of kv head
  * kh into `dst` (CHUNK * 272 bytes, 16-byte aligned), completing on `bar`
- * (initialised for uq_sm90_bulk_run's RUNS arrivals); `blk` is this thread's
+ * (initialised for RUNS arrivals); `blk` is this thread's
  * uq_sm90_bulk_block. The chunk's previous contents must no longer be
  * read (a block barrier since). */
 template <int CHUNK>
 UQ_DEV void uq_sm90_bulk_chunk(uq_u8 *dst, const uq_u8 *kv, int kh, uq_u32 seq_len, uq_u32 base,
                                int blk, int tid, uq_u64 *bar) {
-  static_assert(UQ_SM90_BULK, "sm90 bulk copy: slots must be 16-byte aligned");
-  using run = uq_sm90_bulk_run<CHUNK>;
+  static_assert(UQ_SM90_BULK, "sm90 bulk copy: slots must be one range");
+  using run = uq_sm90_run<CHUNK>;
   const uq_u32 live = seq_len - base < (uq_u32)CHUNK ? seq_len - base : (uq_u32)CHUNK;
   if (tid < run::RUNS) {
     const uq_u32 first = base + (uq_u32)(tid * run::SPAN);
