@@ -21,15 +21,11 @@
 # cap or what is left of the budget, so a slow step shortens or skips the
 # later ones (portable, peer, sweep) rather than overrunning.
 set -u
-cd "$(dirname "$0")/.." || exit 2
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+# shellcheck source=tools/gpu-env.sh
+. "$(dirname "$0")/gpu-env.sh"
 t0=$(date +%s)
 budget=${UQ_BENCH_BUDGET_S:-540}
 deadline=$((t0 + budget))
-build=${UQ_GPU_BUILD:-build-gpu}
-B=$build/tools/uqjit
-export UQJIT_CACHE_DIR=${UQJIT_CACHE_DIR:-/tmp/uqjit-gpu-cache}
 
 # Seconds for a step: its own cap, or what is left before the deadline
 # less a reserve for the steps after it; 0 when nothing is left.
@@ -80,13 +76,8 @@ if [ "$check_rc" -ne 0 ] && matrix_failed check.log &&
 fi
 echo "mma_sm90_maps conversions: $mode"
 
-# gpu-check unpacked the carried libraries there (when it had to).
-if [ -d /tmp/deps/usr/lib/x86_64-linux-gnu ]; then
-  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-if [ -d /usr/local/cuda/lib64 ]; then
-  export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64
-fi
+# gpu-check unpacked the carried libraries (when it had to).
+uq_runtime_libs
 if [ ! -x "$B" ]; then
   echo "gpu-bench: $B was not built; see $OUT/check.log" >&2
   exit 2

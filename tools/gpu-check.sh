@@ -17,7 +17,7 @@
 # UQ_GPU_SUITES (default "unit gpu"), UQ_GPU_FORCE_DEPS=1 (use .deps/ even
 # when the packages are installed).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 root=$PWD
 build=${UQ_GPU_BUILD:-build-gpu}
 suites=${UQ_GPU_SUITES:-unit gpu}

@@ -9,12 +9,8 @@
 #       "warpgroup matrix"), every result checked against the reference.
 # Logs under $OUT. Carry .deps as for gpu-check.sh.
 set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-build=${UQ_GPU_BUILD:-build-gpu}
-B=$build/tools/uqjit
-export UQJIT_CACHE_DIR=${UQJIT_CACHE_DIR:-/tmp/uqjit-gpu-cache}
+# shellcheck source=tools/gpu-env.sh
+. "$(dirname "$0")/gpu-env.sh"
 t0=$(date +%s)
 say() { printf '== %s (%s s)\n' "$*" "$(($(date +%s) - t0))"; }
 
@@ -29,9 +25,7 @@ echo "gpu-check rc=$?"
 grep -E "^(== variant|qg |worst)|FAILED|ERROR|FAIL|uqjit:gpu|^Ok:|^Fail:|Skipped:|non-finite|rel_l2|mismatch" \
   "$OUT/check.log" "$OUT"/testlog-gpu.txt 2>/dev/null | head -40
 
-if [ -d /tmp/deps/usr/lib/x86_64-linux-gnu ]; then
-  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
+uq_runtime_libs
 [ -x "$B" ] || { echo "gpu-iterate: $B was not built" >&2; exit 2; }
 
 say "SASS of the warpgroup decode kernel"

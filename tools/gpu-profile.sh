@@ -6,16 +6,10 @@
 # off the machine. Needs a build from tools/gpu-check.sh or
 # tools/gpu-iterate.sh ($UQ_GPU_BUILD, default build-gpu). Logs under $OUT.
 set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-build=${UQ_GPU_BUILD:-build-gpu}
-B=$build/tools/uqjit
+# shellcheck source=tools/gpu-env.sh
+. "$(dirname "$0")/gpu-env.sh"
 [ -x "$B" ] || { echo "gpu-profile: $B was not built" >&2; exit 2; }
-if [ -d /tmp/deps/usr/lib/x86_64-linux-gnu ]; then
-  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-export UQJIT_CACHE_DIR=${UQJIT_CACHE_DIR:-/tmp/uqjit-gpu-cache}
+uq_runtime_libs
 command -v ncu >/dev/null || PATH=$PATH:/usr/local/cuda/bin
 args=${UQ_PROF_ARGS:---batch 16 --seq 128k --heads 1:16}
 rep=$OUT/prof
@@ -33,7 +27,9 @@ ncu -i "$rep.ncu-rep" --page raw --csv \
 python3 - "$OUT/prof-stalls.csv" <<'PY' || true
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
-hdr = next(r for r in rows if any("stalled" in c for c in r))
+hdr = next((r for r in rows if any("stalled" in c for c in r)), None)
+if hdr is None:
+    sys.exit("gpu-profile: no stall metrics in the report")
 val = rows[rows.index(hdr) + 2]
 pairs = [(h.split("stalled_")[1].split("_per_issue")[0], float(v.replace(",", "")))
          for h, v in zip(hdr, val) if "stalled" in h and v.replace(",", "").replace(".", "").isdigit()]

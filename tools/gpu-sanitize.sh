@@ -12,20 +12,14 @@
 # UQ_SAN_S seconds (default 90); UQ_SAN_FILTERS picks the tests (globs).
 # Prints one summary line per run.
 set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-build=${UQ_GPU_BUILD:-build-gpu}
+# shellcheck source=tools/gpu-env.sh
+. "$(dirname "$0")/gpu-env.sh"
 if [ ! -x "$build/tests/test_decode" ]; then
   UQ_GPU_BUILD=$build UQ_GPU_SUITES=none bash tools/gpu-check.sh >"$OUT/sanitize-build.log" 2>&1
 fi
 [ -x "$build/tests/test_decode" ] || { echo "gpu-sanitize: no $build/tests/test_decode" >&2; exit 2; }
 command -v compute-sanitizer >/dev/null || PATH=$PATH:/usr/local/cuda/bin
-if [ -d /tmp/deps/usr/lib/x86_64-linux-gnu ]; then
-  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64
-export UQJIT_CACHE_DIR=${UQJIT_CACHE_DIR:-/tmp/uqjit-gpu-cache}
+uq_runtime_libs
 export UQ_TESTDATA=${UQ_TESTDATA:-$PWD/.deps/testdata}
 export UQ_TEST_VARIANT=${UQ_TEST_VARIANT:-default}
 
