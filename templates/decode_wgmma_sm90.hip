@@ -380,8 +380,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
      * integer pipe, which extracting them per use took, has not). Only
      * this warp reads them: a warp barrier orders it. ---- */
     {
-      const int t = 16 * warp + (lane >> 1);
-      const int h = lane & 1;
+      const int t = uq_wg_kscale_token(warp, lane);
+      const int h = uq_wg_kscale_half(lane);
       const uq_u32 w = *(const uq_u32 *)(raw + t * UQ_SM90_SLOT + UQ_WG_KSCALE + 4 * h);
       sm.kscale[h][t] = make_float4(uq_bits_f32(uq_wg_kscale_bits(w, 0)), uq_bits_f32(uq_wg_kscale_bits(w, 1)),
                                     uq_bits_f32(uq_wg_kscale_bits(w, 2)), uq_bits_f32(uq_wg_kscale_bits(w, 3)));

@@ -193,6 +193,12 @@ UQ_DEV uq_u32 uq_wg_vfac_pair(uq_u32 x0, uq_u32 x1, int j) {
   return uq_prmt(x0, x1, j ? 0x2521u : 0x2420u);
 }
 
+/* The K scale table (fp32, [half][token]): lane l of warp w fills token
+ * 16 w + l / 2, groups 4 (l % 2) .. + 3, for its own warp, whose QK rows
+ * (uq_wg_qk_token) are exactly those sixteen tokens. */
+UQ_DEV int uq_wg_kscale_token(int w, int lane) { return 16 * w + (lane >> 1); }
+UQ_DEV int uq_wg_kscale_half(int lane) { return lane & 1; }
+
 /* The layer's schedule: a sequence's 64-token chunks go round-robin over
  * the partitions, partition part taking chunks part, part + P, ..., at
  * most 4 TGPP of them, where FORMAT.md section 6 deals out whole 256-token

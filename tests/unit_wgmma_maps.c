@@ -688,6 +688,31 @@ static void a_threads_two_p_values_of_a_query_are_one_aligned_word(void **st) {
       }
 }
 
+/* The K scale table: the lanes of each warp fill every (half, token) of
+ * the warp's sixteen tokens once, and the tokens its QK rows read (tq and
+ * tq + 8, the kernel's two rows) are among them: a warp barrier suffices. */
+static void k_scale_table_is_filled_by_the_warp_that_reads_it(void **st) {
+  (void)st;
+  for (int w = 0; w < 4; w++) {
+    int filled[64][2];
+    memset(filled, 0, sizeof filled);
+    for (int lane = 0; lane < 32; lane++) {
+      int t = uq_wg_kscale_token(w, lane), h = uq_wg_kscale_half(lane);
+      assert_in_range(t, 16 * w, 16 * w + 15);
+      assert_in_range(h, 0, 1);
+      filled[t][h]++;
+    }
+    for (int t = 16 * w; t < 16 * w + 16; t++)
+      for (int h = 0; h < 2; h++)
+        assert_int_equal(filled[t][h], 1);
+    for (int grp = 0; grp < 8; grp++) {
+      int tq = uq_wg_qk_token(w, grp, 0);
+      assert_int_equal(uq_wg_qk_token(w, grp, 1), tq + 8);
+      assert_int_equal(filled[tq][0] + filled[tq + 8][1], 2);
+    }
+  }
+}
+
 /* The factor table's two-at-once form equals the per-byte one for every
  * pair of bytes, and flags exactly the pairs with a byte over 128 (the
  * kernel's second-factor path). */
@@ -825,6 +850,7 @@ int main(void) {
       cmocka_unit_test(qk_tokens_permute_each_warps_sixteen_and_pv_reads_them_back),
       cmocka_unit_test(k_and_v_word_reads_are_free_of_bank_conflicts),
       cmocka_unit_test(a_threads_two_p_values_of_a_query_are_one_aligned_word),
+      cmocka_unit_test(k_scale_table_is_filled_by_the_warp_that_reads_it),
       cmocka_unit_test(v_scale_lo_x2_matches_the_per_byte_lo),
       cmocka_unit_test(v_factor_table_gives_each_k_pair_its_two_tokens_lo),
       cmocka_unit_test(chunk_schedule_covers_each_chunk_once),
