@@ -104,6 +104,11 @@ UQ_DEV uq_u64 uq_wg_desc(uq_u32 addr) {
          ((uq_u64)(UQ_WG_SBO >> 4) << 32);
 }
 
+/* Component j (0..3, a constant after unrolling) of v. */
+UQ_DEV float uq_wg_f4_at(const float4 &v, int j) {
+  return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
+}
+
 /* d = A B (the accumulator is not read): 64 tokens x 16 queries over one
  * 32-dim group. */
 UQ_DEV void uq_wg_qk(float (&d)[8], const uq_u32 (&a)[4], uq_u64 desc) {
@@ -319,6 +324,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
    * grp, 1: row grp + 8): (i & 1) + 2 r + 4 (i >> 1). Maxima are in base
    * 2 (log2(e) times the scaled logits). */
   auto query_of = [&](int i) { return (i & 1) + 2 * tig + 8 * (i >> 1); };
+  auto elem_of = [](int i) { return (i & 1) + 4 * (i >> 1); }; /* row half 0 */
   const float ninf = uq_neg_inf();
   float m_run[4] = {ninf, ninf, ninf, ninf}; /* the reference: same in every thread */
   /* The true maxima of this thread's scores, kept in shared memory
@@ -425,8 +431,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
 #pragma unroll
         for (int gi = 0; gi < 2; ++gi) {
           const int g = g0 + gi;
-          const float sa = (g & 2) ? ((g & 1) ? ka.w : ka.z) : ((g & 1) ? ka.y : ka.x);
-          const float sb = (g & 2) ? ((g & 1) ? kb.w : kb.z) : ((g & 1) ? kb.y : kb.x);
+          const float sa = uq_wg_f4_at(ka, g & 3);
+          const float sb = uq_wg_f4_at(kb, g & 3);
           const float *cc = c[set][gi];
           s[0] += sa * cc[0];
           s[1] += sa * cc[1];
@@ -481,7 +487,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     bool need = false;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int e = (i & 1) + 4 * (i >> 1);
+      const int e = elem_of(i);
       mx[i] = uq_fmax(s[e], s[e + 2]);
       need |= mx[i] > m_run[i] + UQ_WG_SLACK; /* -inf + slack is -inf */
     }
@@ -500,7 +506,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
          * NaN; but every chunk has a token below seq_len, whose finite
          * score forces the exchange below, which rewrites P and the sums
          * (and scales l_part and acc, still 0, by 0). */
-        const int e = (i & 1) + 4 * (i >> 1);
+        const int e = elem_of(i);
         const float p0 = uq_wg_exp2(s[e] - m_run[i]);
         const float p1 = uq_wg_exp2(s[e + 2] - m_run[i]);
         /* The sums keep the unrounded fp32 p; PV takes p in bf16. */
@@ -676,7 +682,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
 #pragma unroll
     for (int mt = 0; mt < 4; ++mt) {
       /* dims 8 vword + 2 mt + h: rows grp (h = 0) and grp + 8 (h = 1) */
-      const int e0 = (i & 1) + 4 * (i >> 1);
+      const int e0 = elem_of(i);
       w[mt] = uq_wg_bf16x2(acc[mt][e0 + 2] * inv, acc[mt][e0] * inv);
     }
     uint4 v;
