@@ -185,26 +185,40 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     return;
   }
 
-  /* Chunk 0's copy goes first, before the query work; each chunk's block
-   * numbers are fetched one chunk ahead of its copy. Where a chunk's runs
+  /* Chunk 0's copy goes out before the query work (on the bulk path
+   * right after the query's loads); each chunk's block numbers are
+   * fetched one chunk ahead of its copy. Where a chunk's runs
    * are single ranges, bulk copies completing on sm.full[k & 1] (use
-   * k / 2 of that barrier: parity (k >> 1) & 1); otherwise cp.async
-   * pieces, one commit group a chunk. */
+   * k / 2 of that barrier: parity (k >> 1) & 1), issued by threads 0 ..
+   * RUNS - 1 alone (the other threads skip the address work); otherwise
+   * cp.async pieces from every thread, one commit group a chunk. */
+  constexpr int RUNS = uq_sm90_run<UQ_WG_CHUNK>::RUNS;
   const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
-  auto block_of = [&](int k) {
+  auto block_of = [&](int k) { /* bulk: threads tid < RUNS only */
     const uq_u32 t = uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS);
     if constexpr (UQ_SM90_BULK)
       return uq_sm90_bulk_block<UQ_WG_CHUNK>(bt_row, seq_len, t, tid);
     else
       return uq_sm90_load_block<UQ_WG_CHUNK>(bt_row, seq_len, t, tid);
   };
-  auto copy_chunk = [&](int k, int blk) {
+  int blk_next = 0;
+  /* Chunk k's copy from blk_next, then chunk k_next's block numbers into
+   * blk_next (none past the last chunk). Every thread calls it. */
+  auto copy_chunk = [&](int k, int k_next) {
     const uq_u32 t = uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS);
     if constexpr (UQ_SM90_BULK) {
-      uq_sm90_bulk_chunk<UQ_WG_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len, t, blk, tid, &sm.full[k & 1]);
+      if (tid < RUNS) {
+        uq_sm90_bulk_run<UQ_WG_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len, t, blk_next, tid,
+                                      &sm.full[k & 1]);
+        if (k_next < nch)
+          blk_next = block_of(k_next);
+      }
+      uq_sm90_bulk_zero<UQ_WG_CHUNK>(sm.raw[k & 1], seq_len, t, tid);
     } else {
-      uq_sm90_copy_chunk<UQ_WG_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len, t, blk, tid);
+      uq_sm90_copy_chunk<UQ_WG_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len, t, blk_next, tid);
       uq_sm90_cp_commit();
+      if (k_next < nch)
+        blk_next = block_of(k_next);
     }
   };
   auto wait_chunk = [&](int k) {
@@ -213,15 +227,21 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     else
       uq_sm90_cp_wait<0>();
   };
+  /* Chunk 0's block numbers are in flight across the barrier and, on the
+   * bulk path, the query's loads: the thread issuing the copy waits for
+   * them there, after its warp's query loads have gone out. */
   if constexpr (UQ_SM90_BULK) {
+    if (tid < RUNS)
+      blk_next = block_of(0);
     if (tid == 0) {
-      uq_sm90_mbar_init(&sm.full[0], uq_sm90_run<UQ_WG_CHUNK>::RUNS);
-      uq_sm90_mbar_init(&sm.full[1], uq_sm90_run<UQ_WG_CHUNK>::RUNS);
+      uq_sm90_mbar_init(&sm.full[0], RUNS);
+      uq_sm90_mbar_init(&sm.full[1], RUNS);
     }
     uq_barrier();
+  } else {
+    blk_next = block_of(0);
+    copy_chunk(0, 1);
   }
-  copy_chunk(0, block_of(0));
-  int blk_next = block_of(nch > 1 ? 1 : 0);
 
   /* The query as the B operand of QK: E4M3 bytes, rows >= UQ_QG zero, the
    * dims of each group permuted as the K registers are (uq_wg_q_dim). Warp
@@ -256,6 +276,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     if (UQ_SM90_BULK && q_vec && n < UQ_QG)
       q_queue[j] = *(const uint4 *)((const uq_u16 *)p.query + q_elem0(n));
   }
+  if constexpr (UQ_SM90_BULK)
+    copy_chunk(0, 1);
 #pragma unroll 1
   for (int j = 0; j < 4; ++j) {
     const int n = 4 * warp + j;
@@ -352,6 +374,18 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   const int vf_k = uq_wg_vfac_k(tid);
   const int vf_g = uq_wg_vfac_group(tid);
   const int vgroup = vword / 4;
+  /* Byte offsets of this thread's reads inside a chunk buffer (K words:
+   * group g at + 16 g, row tq + 8 at + 8 slots; V words: uq_wg_pv_step;
+   * its V factor bytes) and inside the K scale table, computed once and,
+   * on the bulk path, hidden from the compiler (the empty asm), which
+   * otherwise derives them again from the thread index every chunk to
+   * save registers (the piecewise path's copy state leaves no room). */
+  int o_k = tq * UQ_SM90_SLOT + uq_wg_k_word_offset(0, tig);
+  int o_pv = uq_wg_pv_token(0, 2 * tig) * UQ_SM90_SLOT + voff;
+  int o_vf = vf_t * UQ_SM90_SLOT + UQ_WG_VSCALE + vf_g;
+  int o_kr = tq * (int)sizeof(float4);
+  if constexpr (UQ_SM90_BULK)
+    asm volatile("" : "+r"(o_k), "+r"(o_pv), "+r"(o_vf), "+r"(o_kr));
 
 #pragma unroll 1
   for (int k = 0; k < nch; ++k) {
@@ -359,11 +393,11 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     uq_barrier(); /* A: chunk k is in (and the query, for k = 0); chunk
                    * k - 1's buffer, P and the V factor table are no
                    * longer read */
-    if (k + 1 < nch) {
-      copy_chunk(k + 1, blk_next);
-      if (k + 2 < nch)
-        blk_next = block_of(k + 2);
-    }
+    /* Chunk k + 1's copy: on the bulk path its issue waits for QK's first
+     * products (below), where every warp waits anyway, so that the
+     * issuing warp does not hold up the others' first wgmma. */
+    if (!UQ_SM90_BULK && k + 1 < nch)
+      copy_chunk(k + 1, k + 2);
 
     const uq_u8 *raw = sm.raw[k & 1];
     const uq_u32 base = uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS);
@@ -372,7 +406,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
      * chunk k - 1 is done with the table: barrier A) ---- */
     bool vbig;
     {
-      const uq_u8 *v0 = raw + vf_t * UQ_SM90_SLOT + UQ_WG_VSCALE + vf_g;
+      const uq_u8 *v0 = raw + (UQ_SM90_BULK ? o_vf : vf_t * UQ_SM90_SLOT + UQ_WG_VSCALE + vf_g);
       const uq_u32 x0 = *(const uq_u16 *)v0;
       const uq_u32 x1 = *(const uq_u16 *)(v0 + 8 * UQ_SM90_SLOT); /* uq_wg_vfac_token(tid, 1) */
       bool big0, big1;
@@ -400,7 +434,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     for (int e = 0; e < 8; ++e)
       s[e] = 0.0f;
     {
-      const uq_u8 *k0 = raw + tq * UQ_SM90_SLOT;
+      const uq_u8 *k0 = raw + (UQ_SM90_BULK ? o_k : tq * UQ_SM90_SLOT);
+      const int k_tig = UQ_SM90_BULK ? 0 : tig; /* the rest of o_k */
       const uq_u8 *k1 = k0 + 8 * UQ_SM90_SLOT;
       uq_u32 a[2][2][4];   /* [set][group of the pair][register] */
       float c[2][2][8];
@@ -408,8 +443,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
 #pragma unroll
         for (int gi = 0; gi < 2; ++gi) {
           const int g = g0 + gi;
-          const uq_u32 x = *(const uq_u32 *)(k0 + uq_wg_k_word_offset(g, tig));
-          const uq_u32 y = *(const uq_u32 *)(k1 + uq_wg_k_word_offset(g, tig));
+          const uq_u32 x = *(const uq_u32 *)(k0 + uq_wg_k_word_offset(g, k_tig));
+          const uq_u32 y = *(const uq_u32 *)(k1 + uq_wg_k_word_offset(g, k_tig));
           uq_wg_fp4x8_e4m3(x, &a[set][gi][0], &a[set][gi][2]);
           uq_wg_fp4x8_e4m3(y, &a[set][gi][1], &a[set][gi][3]);
         }
@@ -426,8 +461,10 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         uq_wg_hold(a[set][0]);
         uq_wg_hold(a[set][1]);
         /* groups g0, g0 + 1 (g0 even) are in one half of the table */
-        const float4 ka = sm.kscale[g0 >> 2][tq];
-        const float4 kb = sm.kscale[g0 >> 2][tq + 8];
+        const float4 *kr = UQ_SM90_BULK ? (const float4 *)((const uq_u8 *)sm.kscale[g0 >> 2] + o_kr)
+                                        : &sm.kscale[g0 >> 2][tq];
+        const float4 ka = kr[0];
+        const float4 kb = kr[8];
 #pragma unroll
         for (int gi = 0; gi < 2; ++gi) {
           const int g = g0 + gi;
@@ -448,6 +485,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       launch(0, 0);
       convert(1, 2);
       launch(1, 2);
+      if (UQ_SM90_BULK && k + 1 < nch)
+        copy_chunk(k + 1, k + 2);
       uq_wg_wait<1>();
       accumulate(0, 0);
       convert(0, 4);
@@ -573,14 +612,24 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     {
       uq_u32 va[2][8], vb[2][8]; /* [set] */
       auto convert = [&](int set, int ks) {
-        const uq_u8 *ra = raw + uq_wg_pv_token(ks, 2 * tig) * UQ_SM90_SLOT;
-        const uq_u8 *rb = raw + uq_wg_pv_token(ks, 2 * tig + 1) * UQ_SM90_SLOT;
-        const uq_u8 *rc = raw + uq_wg_pv_token(ks, 2 * tig + 8) * UQ_SM90_SLOT;
-        const uq_u8 *rd = raw + uq_wg_pv_token(ks, 2 * tig + 9) * UQ_SM90_SLOT;
-        const uq_u32 xa = *(const uq_u32 *)(ra + voff);
-        const uq_u32 ya = *(const uq_u32 *)(rb + voff);
-        const uq_u32 xb = *(const uq_u32 *)(rc + voff);
-        const uq_u32 yb = *(const uq_u32 *)(rd + voff);
+        /* V words of K indices 2 tig, + 1, + 8, + 9 (their scale bytes
+         * vsoff - voff on) */
+        const uq_u8 *ra, *rb, *rc, *rd;
+        if constexpr (UQ_SM90_BULK) {
+          ra = raw + o_pv + uq_wg_pv_step(ks, 0) * UQ_SM90_SLOT;
+          rb = raw + o_pv + uq_wg_pv_step(ks, 1) * UQ_SM90_SLOT;
+          rc = raw + o_pv + uq_wg_pv_step(ks, 2) * UQ_SM90_SLOT;
+          rd = raw + o_pv + uq_wg_pv_step(ks, 3) * UQ_SM90_SLOT;
+        } else {
+          ra = raw + uq_wg_pv_token(ks, 2 * tig) * UQ_SM90_SLOT + voff;
+          rb = raw + uq_wg_pv_token(ks, 2 * tig + 1) * UQ_SM90_SLOT + voff;
+          rc = raw + uq_wg_pv_token(ks, 2 * tig + 8) * UQ_SM90_SLOT + voff;
+          rd = raw + uq_wg_pv_token(ks, 2 * tig + 9) * UQ_SM90_SLOT + voff;
+        }
+        const uq_u32 xa = *(const uq_u32 *)ra;
+        const uq_u32 ya = *(const uq_u32 *)rb;
+        const uq_u32 xb = *(const uq_u32 *)rc;
+        const uq_u32 yb = *(const uq_u32 *)rd;
         uq_wg_fp4x8x2_bf16s(xa, ya, va[set]);
         uq_wg_fp4x8x2_bf16s(xb, yb, vb[set]);
         /* lo of K indices 2 tig, + 1 and 2 tig + 8, + 9: one word each */
@@ -594,8 +643,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         /* The second factor where the chunk has a scale byte over 128; a
          * multiply by 1 changes nothing elsewhere. */
         if (any_big) {
-          const uq_u32 hi_a = uq_wg_vscale_hi2(ra[vsoff], rb[vsoff]);
-          const uq_u32 hi_b = uq_wg_vscale_hi2(rc[vsoff], rd[vsoff]);
+          const uq_u32 hi_a = uq_wg_vscale_hi2(ra[vsoff - voff], rb[vsoff - voff]);
+          const uq_u32 hi_b = uq_wg_vscale_hi2(rc[vsoff - voff], rd[vsoff - voff]);
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
             va[set][j] = uq_wg_bf16x2_mul(va[set][j], hi_a);

@@ -199,46 +199,51 @@ UQ_DEV void uq_sm90_mbar_wait(uq_u64 *bar, uq_u32 parity) {
   } while (!done);
 }
 
-/* The block number of the run this thread copies (threads 0 .. RUNS - 1;
- * the others copy nothing and get 0), fetched a chunk ahead as for the
- * piecewise copy. */
+/* The block number of the run thread tid < RUNS copies, fetched a chunk
+ * ahead as for the piecewise copy (0 past seq_len). */
 template <int CHUNK>
 UQ_DEV int uq_sm90_bulk_block(const int *bt_row, uq_u32 seq_len, uq_u32 base, int tid) {
   using run = uq_sm90_run<CHUNK>;
   const uq_u32 t = base + (uq_u32)(tid * run::SPAN);
-  return tid < run::RUNS && t < seq_len ? bt_row[t / UQ_BLOCK_SIZE] : 0;
+  return t < seq_len ? bt_row[t / UQ_BLOCK_SIZE] : 0;
 }
 
 /* Starts the copy of the chunk at token `base` (below seq_len) of kv head
  * kh into `dst` (CHUNK * 272 bytes, 16-byte aligned), completing on `bar`
- * (initialised for RUNS arrivals); `blk` is this thread's
- * uq_sm90_bulk_block. The chunk's previous contents must no longer be
- * read (a block barrier since). */
+ * (initialised for RUNS arrivals): the run of thread tid < RUNS, whose
+ * uq_sm90_bulk_block is `blk`; only those threads call it. The chunk's
+ * previous contents must no longer be read (a block barrier since). */
 template <int CHUNK>
-UQ_DEV void uq_sm90_bulk_chunk(uq_u8 *dst, const uq_u8 *kv, int kh, uq_u32 seq_len, uq_u32 base,
-                               int blk, int tid, uq_u64 *bar) {
+UQ_DEV void uq_sm90_bulk_run(uq_u8 *dst, const uq_u8 *kv, int kh, uq_u32 seq_len, uq_u32 base,
+                             int blk, int tid, uq_u64 *bar) {
   static_assert(UQ_SM90_BULK, "sm90 bulk copy: slots must be one range");
   using run = uq_sm90_run<CHUNK>;
   const uq_u32 live = seq_len - base < (uq_u32)CHUNK ? seq_len - base : (uq_u32)CHUNK;
-  if (tid < run::RUNS) {
-    const uq_u32 first = base + (uq_u32)(tid * run::SPAN);
-    const uq_u32 left = live > (uq_u32)(tid * run::SPAN) ? live - (uq_u32)(tid * run::SPAN) : 0u;
-    const uq_u32 bytes = (left < (uq_u32)run::SPAN ? left : (uq_u32)run::SPAN) * UQ_SM90_SLOT;
-    const uq_i64 row = (uq_i64)blk * UQ_BLOCK_SIZE + (first % UQ_BLOCK_SIZE);
-    const uq_u8 *src = kv + (row * UQ_NUM_KV_HEADS + kh) * (uq_i64)UQ_PADDED_SLOT;
-    const uq_u32 b = uq_sm90_saddr(bar);
-    /* The block barrier ordered the generic-proxy reads of the old
-     * contents; this orders them before the async proxy's writes. */
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes)
+  const uq_u32 first = base + (uq_u32)(tid * run::SPAN);
+  const uq_u32 left = live > (uq_u32)(tid * run::SPAN) ? live - (uq_u32)(tid * run::SPAN) : 0u;
+  const uq_u32 bytes = (left < (uq_u32)run::SPAN ? left : (uq_u32)run::SPAN) * UQ_SM90_SLOT;
+  const uq_i64 row = (uq_i64)blk * UQ_BLOCK_SIZE + (first % UQ_BLOCK_SIZE);
+  const uq_u8 *src = kv + (row * UQ_NUM_KV_HEADS + kh) * (uq_i64)UQ_PADDED_SLOT;
+  const uq_u32 b = uq_sm90_saddr(bar);
+  /* The block barrier ordered the generic-proxy reads of the old
+   * contents; this orders them before the async proxy's writes. */
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes)
+               : "memory");
+  if (bytes != 0u)
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+                 "%2, [%3];\n" ::"r"(uq_sm90_saddr(dst + tid * run::SPAN * UQ_SM90_SLOT)),
+                 "l"(src), "r"(bytes), "r"(b)
                  : "memory");
-    if (bytes != 0u)
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
-                   "%2, [%3];\n" ::"r"(uq_sm90_saddr(dst + tid * run::SPAN * UQ_SM90_SLOT)),
-                   "l"(src), "r"(bytes), "r"(b)
-                   : "memory");
-  }
-  if (live < (uq_u32)CHUNK) { /* uniform: the partition's last chunk */
+}
+
+/* The rest of that chunk past seq_len, zeroed with plain stores by every
+ * thread (as the piecewise copy zero-fills it); nothing where the chunk
+ * is full (uniform: only a partition's last chunk can be partial). */
+template <int CHUNK>
+UQ_DEV void uq_sm90_bulk_zero(uq_u8 *dst, uq_u32 seq_len, uq_u32 base, int tid) {
+  const uq_u32 live = seq_len - base < (uq_u32)CHUNK ? seq_len - base : (uq_u32)CHUNK;
+  if (live < (uq_u32)CHUNK) {
     uint4 *z = (uint4 *)(dst + live * UQ_SM90_SLOT);
     const int n = (int)((CHUNK - live) * (UQ_SM90_SLOT / 16));
     for (int i = tid; i < n; i += UQ_BLOCK_THREADS)

@@ -88,6 +88,11 @@ UQ_DEV int uq_wg_p_k(int w, int grp, int h) { return 16 * w + 2 * grp + h; }
 /* Token of K index j (0..15) of PV step ks: the inverse of uq_wg_p_k. */
 UQ_DEV int uq_wg_pv_token(int ks, int j) { return uq_wg_qk_token(ks, j >> 1, j & 1); }
 
+/* The tokens of K indices 2 tig, 2 tig + 1, 2 tig + 8, 2 tig + 9 (j = 0..3)
+ * of PV step ks, less the token of K index 2 tig of step 0: the same for
+ * every tig, so that one per-thread offset serves every step. */
+UQ_DEV int uq_wg_pv_step(int ks, int j) { return 16 * ks + 8 * (j & 1) + (j >> 1); }
+
 /* Byte offset, inside a slot, of the K code word a thread reads for group
  * g: dims 32 g + 8 tig .. + 7. */
 UQ_DEV int uq_wg_k_word_offset(int g, int tig) { return 16 * g + 4 * tig; }

@@ -635,6 +635,20 @@ static void qk_tokens_permute_each_warps_sixteen_and_pv_reads_them_back(void **s
   }
 }
 
+/* The kernel reads a thread's four V rows of PV step ks at one per-thread
+ * offset (token uq_wg_pv_token(0, 2 tig)) plus uq_wg_pv_step(ks, j): the
+ * same tokens as uq_wg_pv_token for K indices 2 tig, + 1, + 8, + 9, for
+ * every lane and step. */
+static void pv_step_offsets_give_each_lanes_four_tokens(void **st) {
+  (void)st;
+  const int k_of[4] = {0, 1, 8, 9};
+  for (int ks = 0; ks < 4; ks++)
+    for (int tig = 0; tig < 4; tig++)
+      for (int j = 0; j < 4; j++)
+        assert_int_equal(uq_wg_pv_token(0, 2 * tig) + uq_wg_pv_step(ks, j),
+                         uq_wg_pv_token(ks, 2 * tig + k_of[j]));
+}
+
 /* Shared-memory bank (4-byte words, 32 banks) of a byte offset. */
 static int bank_of(int off) { return (off / 4) % 32; }
 
@@ -848,6 +862,7 @@ int main(void) {
       cmocka_unit_test(p_offset_is_injective_within_2048_bytes_and_bf16_aligned),
       cmocka_unit_test(lbo_sbo_are_representable_in_the_descriptor),
       cmocka_unit_test(qk_tokens_permute_each_warps_sixteen_and_pv_reads_them_back),
+      cmocka_unit_test(pv_step_offsets_give_each_lanes_four_tokens),
       cmocka_unit_test(k_and_v_word_reads_are_free_of_bank_conflicts),
       cmocka_unit_test(a_threads_two_p_values_of_a_query_are_one_aligned_word),
       cmocka_unit_test(k_scale_table_is_filled_by_the_warp_that_reads_it),
