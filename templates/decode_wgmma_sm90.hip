@@ -374,18 +374,26 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   const int vf_k = uq_wg_vfac_k(tid);
   const int vf_g = uq_wg_vfac_group(tid);
   const int vgroup = vword / 4;
-  /* Byte offsets of this thread's reads inside a chunk buffer (K words:
-   * group g at + 16 g, row tq + 8 at + 8 slots; V words: uq_wg_pv_step;
-   * its V factor bytes) and inside the K scale table, computed once and,
+  /* Byte offsets of this thread's accesses: inside a chunk buffer its K
+   * words (group g at + 16 g, row tq + 8 at + 8 slots), V words
+   * (uq_wg_pv_step), V factor bytes and K scale words; inside the K scale
+   * table its reads and its write; inside P its write. Computed once and,
    * on the bulk path, hidden from the compiler (the empty asm), which
    * otherwise derives them again from the thread index every chunk to
-   * save registers (the piecewise path's copy state leaves no room). */
+   * save registers. The register budget decides how many: the piecewise
+   * path's copy state leaves no room, the prologue-query (q_rot) path
+   * room for four (more spill there). */
   int o_k = tq * UQ_SM90_SLOT + uq_wg_k_word_offset(0, tig);
   int o_pv = uq_wg_pv_token(0, 2 * tig) * UQ_SM90_SLOT + voff;
   int o_vf = vf_t * UQ_SM90_SLOT + UQ_WG_VSCALE + vf_g;
   int o_kr = tq * (int)sizeof(float4);
+  int o_ks = uq_wg_kscale_token(warp, lane) * UQ_SM90_SLOT + UQ_WG_KSCALE + 4 * uq_wg_kscale_half(lane);
+  int o_kd = (uq_wg_kscale_half(lane) * UQ_WG_CHUNK + uq_wg_kscale_token(warp, lane)) * (int)sizeof(float4);
+  int o_p = p_at;
   if constexpr (UQ_SM90_BULK)
     asm volatile("" : "+r"(o_k), "+r"(o_pv), "+r"(o_vf), "+r"(o_kr));
+  if constexpr (UQ_SM90_BULK && UQ_FUSE_QROT)
+    asm volatile("" : "+r"(o_ks), "+r"(o_kd), "+r"(o_p));
 
 #pragma unroll 1
   for (int k = 0; k < nch; ++k) {
@@ -422,8 +430,9 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     {
       const int t = uq_wg_kscale_token(warp, lane);
       const int h = uq_wg_kscale_half(lane);
-      const uq_u32 w = *(const uq_u32 *)(raw + t * UQ_SM90_SLOT + UQ_WG_KSCALE + 4 * h);
-      sm.kscale[h][t] = make_float4(uq_bits_f32(uq_wg_kscale_bits(w, 0)), uq_bits_f32(uq_wg_kscale_bits(w, 1)),
+      const uq_u32 w = *(const uq_u32 *)(raw + (UQ_SM90_BULK ? o_ks : t * UQ_SM90_SLOT + UQ_WG_KSCALE + 4 * h));
+      float4 *kd = UQ_SM90_BULK ? (float4 *)((uq_u8 *)sm.kscale + o_kd) : &sm.kscale[h][t];
+      *kd = make_float4(uq_bits_f32(uq_wg_kscale_bits(w, 0)), uq_bits_f32(uq_wg_kscale_bits(w, 1)),
                                     uq_bits_f32(uq_wg_kscale_bits(w, 2)), uq_bits_f32(uq_wg_kscale_bits(w, 3)));
       __syncwarp();
     }
@@ -551,7 +560,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         /* The sums keep the unrounded fp32 p; PV takes p in bf16. */
         p_sum[i] = p0 + p1;
         const int n_off = 16 * (i & 1) + UQ_WG_SBO * (i >> 1);
-        *(uq_u32 *)(sm.pt + p_at + n_off) = uq_wg_bf16x2(p1, p0);
+        *(uq_u32 *)(sm.pt + (UQ_SM90_BULK ? o_p : p_at) + n_off) = uq_wg_bf16x2(p1, p0);
       }
       uq_wg_fence_async();
     };
