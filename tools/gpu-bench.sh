@@ -17,9 +17,11 @@
 #
 # Run from anywhere (carry .deps as for gpu-check.sh). Environment:
 # OUT (default /tmp/out), UQ_BENCH_BUDGET_S (default 540), UQ_GPU_BUILD
-# (default build-gpu). Steps run in order of importance and each gets its
-# cap or what is left of the budget, so a slow step shortens or skips the
-# later ones (portable, peer, sweep) rather than overrunning.
+# (default build-gpu), UQ_BENCH_VARIANTS (the layers timed in (b),
+# default "warpgroup matrix portable"; the gpu suite checks all three).
+# Steps run in order of importance and each gets its cap or what is left
+# of the budget, so a slow step shortens or skips the later ones
+# (portable, peer, sweep) rather than overrunning.
 set -u
 # shellcheck source=tools/gpu-env.sh
 . "$(dirname "$0")/gpu-env.sh"
@@ -86,7 +88,7 @@ fi
 # (b) uqjit bench. Each entry: "name|cap seconds|args"; the warpgroup layer
 # first (the default, the code under test), then the matrix and portable
 # ones (for same-run ratios).
-variants=(warpgroup matrix portable)
+read -r -a variants <<<"${UQ_BENCH_VARIANTS:-warpgroup matrix portable}"
 shapes=(
   "b16|60|--batch 16 --seq 128k,4k --heads 1:16 --iters 20 --warmup 3"
   "b4|25|--batch 4 --seq 2k --heads 1:16,2:8 --iters 50 --warmup 5"
