@@ -433,7 +433,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       const uq_u32 w = *(const uq_u32 *)(raw + (UQ_SM90_BULK ? o_ks : t * UQ_SM90_SLOT + UQ_WG_KSCALE + 4 * h));
       float4 *kd = UQ_SM90_BULK ? (float4 *)((uq_u8 *)sm.kscale + o_kd) : &sm.kscale[h][t];
       *kd = make_float4(uq_bits_f32(uq_wg_kscale_bits(w, 0)), uq_bits_f32(uq_wg_kscale_bits(w, 1)),
-                                    uq_bits_f32(uq_wg_kscale_bits(w, 2)), uq_bits_f32(uq_wg_kscale_bits(w, 3)));
+                        uq_bits_f32(uq_wg_kscale_bits(w, 2)), uq_bits_f32(uq_wg_kscale_bits(w, 3)));
       __syncwarp();
     }
 
