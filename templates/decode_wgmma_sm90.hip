@@ -382,7 +382,9 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
    * otherwise derives them again from the thread index every chunk to
    * save registers. The register budget decides how many: the piecewise
    * path's copy state leaves no room, the prologue-query (q_rot) path
-   * room for four (more spill there). */
+   * room for four (more spill there). The piecewise path keeps its own
+   * address expressions at each use (the UQ_SM90_BULK selects below):
+   * written through these offsets, even unhidden, it spills. */
   int o_k = tq * UQ_SM90_SLOT + uq_wg_k_word_offset(0, tig);
   int o_pv = uq_wg_pv_token(0, 2 * tig) * UQ_SM90_SLOT + voff;
   int o_vf = vf_t * UQ_SM90_SLOT + UQ_WG_VSCALE + vf_g;

@@ -7,8 +7,9 @@
 # copy its files over templates/, rebuild uqjit, and run uqjit bench on
 # the A/B shapes with every result checked against the double reference
 # (--check-seqs 1) and a cache directory of its own. templates/ is
-# restored at the end. A variant that fails to build or to check
-# is reported and skipped. Then, per variant, the median of its rounds.
+# restored at the end. A variant that does not build is reported and
+# skipped; a failed bench or reference check is reported with its log's
+# tail. Then, per variant and shape, the median of its rounds.
 #
 # Environment: UQ_AB_DIR, UQ_AB_ROUNDS, UQ_AB_SHAPES (bench arguments,
 # ';'-separated; default below), UQ_AB_S (seconds for all the benches,
