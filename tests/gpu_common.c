@@ -1,8 +1,13 @@
 #include "gpu_common.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #define D 256
 
@@ -27,6 +32,15 @@ uq_context *gpu_open_or_skip(void) {
   uq_device_name(ctx, name, sizeof name);
   printf("device 0: %s, target %s\n", name, uq_context_target(ctx));
   return ctx;
+}
+
+void gpu_test_filters(void) {
+  const char *only = getenv("UQ_TEST_FILTER");
+  const char *skip = getenv("UQ_TEST_SKIP");
+  if (only != NULL && *only != '\0')
+    cmocka_set_test_filter(only);
+  if (skip != NULL && *skip != '\0')
+    cmocka_set_skip_filter(skip);
 }
 
 static void fill_rows(tu_rng *rng, uq_dtype dtype, uint16_t *x, size_t n) {

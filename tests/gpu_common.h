@@ -14,6 +14,12 @@
  * why; otherwise a context on device 0 (destroyed by the caller). */
 uq_context *gpu_open_or_skip(void);
 
+/* UQ_TEST_FILTER=<cmocka pattern> runs the matching tests only and
+ * UQ_TEST_SKIP=<pattern> skips the matching ones (tools/gpu-sanitize.sh
+ * runs the suite under compute-sanitizer with both). Call before the
+ * group runs. */
+void gpu_test_filters(void);
+
 /* How the query sits in memory. */
 typedef enum {
   Q_CONTIGUOUS = 0, /* [B, Hq, D] */

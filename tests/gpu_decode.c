@@ -74,8 +74,30 @@ static double run_case(const decode_case *c) {
 static const int32_t len_pool[] = {1, 15, 16, 255, 256, 257, 4097, 33, 1000};
 #define POOL (sizeof len_pool / sizeof len_pool[0])
 
+/* The long sequences' length: 70000 tokens (many chunks a partition, and
+ * P x TGPP coverage with a long block table), or UQ_TEST_LONG_LEN, which
+ * the compute-sanitizer runs shorten so that the whole GQA / block-size
+ * matrix fits under the sanitizers' slowdown (tools/gpu-sanitize.sh).
+ * Read in main(): a bad value stops the program before any test. */
+static int32_t long_len = 70000;
+
+static int parse_long_len(void) {
+  const char *v = getenv("UQ_TEST_LONG_LEN");
+  if (v == NULL)
+    return 0;
+  char *end = NULL;
+  long n = strtol(v, &end, 10);
+  if (end == v || *end != '\0' || n < 4097 || n > 1000000) {
+    fprintf(stderr, "UQ_TEST_LONG_LEN=%s: expected a length from 4097 to "
+                    "1000000 tokens\n", v);
+    return -1;
+  }
+  long_len = (int32_t)n;
+  return 0;
+}
+
 /* GQA x block size, rotating batch, layout, dtype and split limits, with
- * mixed lengths in each batch and one 70000-token sequence per GQA. */
+ * mixed lengths in each batch and one long sequence (long_len) per GQA. */
 static void decode_matches_reference_across_gqa_and_block_sizes(void **st) {
   (void)st;
   static const int qgs[] = {6, 8, 16};
@@ -102,7 +124,7 @@ static void decode_matches_reference_across_gqa_and_block_sizes(void **st) {
       /* The long sequence once per GQA, in a small batch. */
       if (k == 2) {
         c.batch = 3;
-        lens[0] = 70000;
+        lens[0] = long_len;
         lens[1] = 1;
         lens[2] = 257;
       }
@@ -170,7 +192,7 @@ static void decode_reads_padded_slots(void **st) {
  * One and two kv heads, short and long sequences. */
 static void decode_follows_rising_scores(void **st) {
   (void)st;
-  static const int32_t lens[] = {70000, 4097, 300, 64};
+  const int32_t lens[] = {long_len, 4097, 300, 64};
   for (int hk = 1; hk <= 2; hk++) {
     decode_case c;
     memset(&c, 0, sizeof c);
@@ -256,11 +278,11 @@ int main(void) {
     uq_context_destroy(ctx);
     return 1;
   }
-  /* UQ_TEST_FILTER=<cmocka pattern> runs the matching tests only (the
-   * short ones under compute-sanitizer, say). */
-  const char *filter = getenv("UQ_TEST_FILTER");
-  if (filter != NULL)
-    cmocka_set_test_filter(filter);
+  if (parse_long_len() != 0) {
+    uq_context_destroy(ctx);
+    return 1;
+  }
+  gpu_test_filters(); /* UQ_TEST_FILTER, UQ_TEST_SKIP */
   int failed = 0;
   for (int v = 0; v < nvariants; v++) {
     const char *name = variants[v] ? variants[v] : "default";

@@ -251,6 +251,7 @@ int main(void) {
       cmocka_unit_test(concurrent_decodes_share_one_build),
       cmocka_unit_test(decode_host_overhead_on_a_hit_is_small),
   };
+  gpu_test_filters();
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   uq_context_destroy(ctx);
   return failed;

@@ -257,6 +257,7 @@ int main(void) {
       cmocka_unit_test(bad_arguments_are_refused_before_launching),
       cmocka_unit_test(failing_driver_call_is_edevice_with_the_drivers_message),
   };
+  gpu_test_filters();
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   uq_context_destroy(ctx);
   return failed;
