@@ -75,10 +75,9 @@ static const int32_t len_pool[] = {1, 15, 16, 255, 256, 257, 4097, 33, 1000};
 #define POOL (sizeof len_pool / sizeof len_pool[0])
 
 /* The long sequences' length: 70000 tokens (many chunks a partition, and
- * P x TGPP coverage with a long block table), or UQ_TEST_LONG_LEN, which
- * the compute-sanitizer runs shorten so that the whole GQA / block-size
- * matrix fits under the sanitizers' slowdown (tools/gpu-sanitize.sh).
- * Read in main(): a bad value stops the program before any test. */
+ * P x TGPP coverage with a long block table), or UQ_TEST_LONG_LEN, for a
+ * quicker pass (tools/gpu-sanitize.sh's UQ_SAN_LONG_LEN). Read in main():
+ * a bad value stops the program before any test. */
 static int32_t long_len = 70000;
 
 static int parse_long_len(void) {
