@@ -31,12 +31,8 @@ command -v compute-sanitizer >/dev/null || PATH=$PATH:/usr/local/cuda/bin
 uq_runtime_libs
 export UQ_TESTDATA=${UQ_TESTDATA:-$PWD/.deps/testdata}
 export UQ_TEST_VARIANT=${UQ_TEST_VARIANT:-default}
-if [ -n "${UQ_SAN_LONG_LEN:-}" ]; then
-  export UQ_TEST_LONG_LEN=$UQ_SAN_LONG_LEN
-else
-  unset UQ_TEST_LONG_LEN
-fi
-long=${UQ_TEST_LONG_LEN:-70000}
+unset UQ_TEST_LONG_LEN # the test's own length unless asked
+[ -n "${UQ_SAN_LONG_LEN:-}" ] && export UQ_TEST_LONG_LEN=$UQ_SAN_LONG_LEN
 
 default_runs="decode:decode_fused* decode:decode_ignores* decode:decode_reads*
 decode:decode_follows* decode:decode_matches* store graph"
@@ -61,7 +57,7 @@ for tool in ${UQ_SAN_TOOLS:-memcheck racecheck}; do
     rc=$?
     [ $rc -eq 0 ] || status=1
     summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|== variant .*: (passed|FAILED)|^\[  (PASSED|FAILED|SKIPPED) \]" "$log" | tr '\n' ' ')
-    echo "$tool $run ($UQ_TEST_VARIANT, long $long): rc=$rc${summary:+; $summary}"
+    echo "$tool $run ($UQ_TEST_VARIANT${UQ_TEST_LONG_LEN:+, long $UQ_TEST_LONG_LEN}): rc=$rc${summary:+; $summary}"
   done
 done
 exit $status
