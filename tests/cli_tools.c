@@ -356,6 +356,8 @@ static void misuse_exits_two(void **s) {
   expect_usage_error(RUN("bench", "--seq", "0"), "bench --seq 0");
   expect_usage_error(RUN("bench", "--iters", "0"), "bench --iters 0");
   expect_usage_error(RUN("bench", "--max-mem-gb", "-2"), "--max-mem-gb");
+  expect_usage_error(RUN("bench", "--chain", "-1"), "bench --chain -1");
+  expect_usage_error(RUN("bench", "--chain", "x"), "bench --chain x");
 }
 
 /* ------------------------------------------------------------------ */

@@ -11,6 +11,7 @@
 typedef struct uq_bench_opts {
   int iters, warmup;
   int graph;             /* 1 on, 0 off, -1 auto (small shapes) */
+  int chain;             /* steps per graph for the chained time (0: none) */
   uint64_t rotate_bytes; /* KV bytes touched between reuses of one cache */
   uint64_t max_mem;      /* device memory cap for one shape */
   int check_seqs;        /* sequences checked against the reference (0: none) */
@@ -36,6 +37,7 @@ typedef struct uq_bench_result {
   int skipped;
   char note[160];
   double eager_us, graph_us; /* medians; < 0 when not measured */
+  double chain_us;           /* per step in a graph of opts.chain steps */
   double rel_l2;             /* < 0 when not checked */
   size_t nonfinite;
   uint64_t kv_bytes, io_bytes, ws_bytes, device_bytes;
@@ -55,10 +57,15 @@ void uq_bench_args(const uq_bench_shape *b, int r, uq_decode_args *a);
  * `nseq` sequences (0: none) with the double-precision reference. */
 int uq_bench_check(uq_context *ctx, uq_bench_shape *b, int nseq,
                    double *rel_l2, size_t *nonfinite);
-/* Median device time of one call in microseconds (eager, or replaying one
- * captured graph per rotation). */
+/* Median device time of one decode step in microseconds, events around
+ * each of --iters calls after --warmup: graph_steps 0 times eager calls;
+ * graph_steps >= 1 replays captured graphs of that many consecutive steps
+ * (each on the next rotation) and divides by it. One step per graph pays
+ * a graph launch every step; many per graph give a step's cost inside a
+ * larger graph, a model's decode graph, as triton.testing's
+ * do_bench_cudagraph measures it. */
 int uq_bench_time(uq_context *ctx, void *stream, uq_bench_shape *b,
-                  const uq_bench_opts *o, int graph, double *median_us);
+                  const uq_bench_opts *o, int graph_steps, double *median_us);
 
 double uq_bench_median(double *v, size_t n);
 

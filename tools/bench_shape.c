@@ -209,12 +209,19 @@ done:
 }
 
 int uq_bench_time(uq_context *ctx, void *stream, uq_bench_shape *b,
-                  const uq_bench_opts *o, int graph, double *median_us) {
+                  const uq_bench_opts *o, int graph_steps, double *median_us) {
   int n = o->iters, rc = 0;
-  int ngraphs = graph ? (b->rotations < o->warmup + o->iters
-                             ? b->rotations
-                             : o->warmup + o->iters)
-                      : 0;
+  int steps = graph_steps > 0 ? graph_steps : 1;
+  /* Graph g holds steps g*steps .. g*steps + steps - 1, step j decoding
+   * rotation j % rotations: enough graphs that every rotation is used
+   * before any repeats (so the L2 holds nothing useful), but never more
+   * than there are replays. */
+  int ngraphs = 0;
+  if (graph_steps > 0) {
+    ngraphs = (b->rotations + steps - 1) / steps;
+    if (ngraphs > o->warmup + n)
+      ngraphs = o->warmup + n;
+  }
   uq_event **ev = calloc((size_t)2 * n, sizeof *ev);
   uq_graph **graphs = calloc((size_t)(ngraphs > 0 ? ngraphs : 1),
                              sizeof *graphs);
@@ -228,11 +235,14 @@ int uq_bench_time(uq_context *ctx, void *stream, uq_bench_shape *b,
       goto done;
   uq_decode_args a;
   for (int g = 0; g < ngraphs; g++) {
-    uq_bench_args(b, g, &a);
     if ((rc = uq_graph_capture_begin(ctx, stream)) != 0)
       goto done;
-    int drc = uq_decode(ctx, &b->shape, &a, b->workspace,
-                        b->plan.workspace_bytes, stream);
+    int drc = 0;
+    for (int j = 0; j < steps && drc == 0; j++) {
+      uq_bench_args(b, (g * steps + j) % b->rotations, &a);
+      drc = uq_decode(ctx, &b->shape, &a, b->workspace,
+                      b->plan.workspace_bytes, stream);
+    }
     rc = uq_graph_capture_end(ctx, stream, &graphs[g]);
     if (drc != 0) {
       rc = drc;
@@ -246,7 +256,7 @@ int uq_bench_time(uq_context *ctx, void *stream, uq_bench_shape *b,
     int k = i - o->warmup;
     if (timed && (rc = uq_event_record(ev[2 * k], stream)) != 0)
       goto done;
-    if (graph) {
+    if (ngraphs > 0) {
       rc = uq_graph_launch(graphs[i % ngraphs], stream);
     } else {
       uq_bench_args(b, i % b->rotations, &a);
@@ -266,7 +276,7 @@ int uq_bench_time(uq_context *ctx, void *stream, uq_bench_shape *b,
       goto done;
     ms[k] = t;
   }
-  *median_us = 1e3 * uq_bench_median(ms, (size_t)n);
+  *median_us = 1e3 * uq_bench_median(ms, (size_t)n) / steps;
 done:
   if (ev != NULL)
     for (int i = 0; i < 2 * n; i++)

@@ -53,7 +53,15 @@ static void bench_usage(FILE *out) {
           "  --warmup N                 untimed calls first (default 10)\n"
           "  --graph, --no-graph        also time CUDA/HIP graph replay "
           "(default: for\n"
-          "                             shapes whose KV is at most 64 MiB)\n"
+          "                             shapes whose KV is at most 64 MiB): "
+          "graph_us\n"
+          "                             replays one graph per step\n"
+          "  --chain N                  with graphs, also time graphs of N "
+          "consecutive\n"
+          "                             steps (chain_us: per step, the cost "
+          "inside a\n"
+          "                             model's decode graph; default 16, 0: "
+          "off)\n"
           "  --max-mem-gb X             device memory cap per shape "
           "(default 16)\n"
           "  --rotate-mb N              bytes touched between reuses of a "
@@ -274,7 +282,7 @@ int uq_cmd_bench(int argc, char **argv) {
   size_t ns = 5;
   int32_t hks[MAX_LIST] = {1, 2, 4}, qgs[MAX_LIST] = {16, 8, 6};
   size_t nh = 3;
-  int32_t block_size = 64, iters = 50, warmup = 10, check = 2;
+  int32_t block_size = 64, iters = 50, warmup = 10, check = 2, chain = 16;
   int32_t rotate_mb = 200;
   float max_mem_gb = 16.0f;
   int graph = -1, json = 0, do_overhead = 1;
@@ -311,6 +319,9 @@ int uq_cmd_bench(int argc, char **argv) {
     } else if (OPT("--warmup")) {
       if (r < 0 || uq_cli_parse_i32(CMD, "--warmup", v, 0, 100000, &warmup) != 0)
         return UQ_EXIT_USAGE;
+    } else if (OPT("--chain")) {
+      if (r < 0 || uq_cli_parse_i32(CMD, "--chain", v, 0, 4096, &chain) != 0)
+        return UQ_EXIT_USAGE;
     } else if (OPT("--check-seqs")) {
       if (r < 0 || uq_cli_parse_i32(CMD, "--check-seqs", v, 0, 1 << 20, &check) != 0)
         return UQ_EXIT_USAGE;
@@ -339,6 +350,7 @@ int uq_cmd_bench(int argc, char **argv) {
       .iters = iters,
       .warmup = warmup,
       .graph = graph,
+      .chain = chain,
       .rotate_bytes = (uint64_t)rotate_mb << 20,
       .max_mem = (uint64_t)((double)max_mem_gb * (double)(1ull << 30)),
       .check_seqs = check,
@@ -404,7 +416,7 @@ int uq_cmd_bench(int argc, char **argv) {
         w->seq = (int32_t)seqs[is];
         w->hk = hks[ih];
         w->qg = qgs[ih];
-        w->r.eager_us = w->r.graph_us = w->r.rel_l2 = -1;
+        w->r.eager_us = w->r.graph_us = w->r.chain_us = w->r.rel_l2 = -1;
         uq_shape s;
         make_shape(&s, w->batch, w->seq, w->hk, w->qg, block_size);
         uq_plan plan;
@@ -438,9 +450,9 @@ int uq_cmd_bench(int argc, char **argv) {
     printf("kernels:  %llu (%llu compiled, %llu from cache) in %.1f s\n\n",
            (unsigned long long)sum.keys, (unsigned long long)sum.compiled,
            (unsigned long long)sum.hits, sum.seconds);
-    printf("%5s %7s %3s %3s %4s %4s %10s %10s %10s %9s %6s %10s  %s\n", "B",
-           "seq", "Hk", "QG", "P", "rot", "eager_us", "graph_us", "KV_MiB",
-           "GB/s", "%copy", "rel_l2", "note");
+    printf("%5s %7s %3s %3s %4s %4s %10s %10s %10s %10s %9s %6s %10s  %s\n",
+           "B", "seq", "Hk", "QG", "P", "rot", "eager_us", "graph_us",
+           "chain_us", "KV_MiB", "GB/s", "%copy", "rel_l2", "note");
     fflush(stdout);
   }
 
@@ -494,6 +506,8 @@ int uq_cmd_bench(int argc, char **argv) {
                       (o.graph < 0 && w->r.kv_bytes <= GRAPH_AUTO_KV_BYTES);
       if (rc == 0 && use_graph)
         rc = uq_bench_time(ctx, stream, &b, &o, 1, &w->r.graph_us);
+      if (rc == 0 && use_graph && o.chain > 0)
+        rc = uq_bench_time(ctx, stream, &b, &o, o.chain, &w->r.chain_us);
       if (rc != 0) {
         snprintf(w->r.note, sizeof w->r.note, "%s: %s", uq_strerror(rc),
                  uq_last_error());
@@ -509,16 +523,19 @@ int uq_cmd_bench(int argc, char **argv) {
       double gbps = us > 0 ? (double)(w->r.kv_bytes + w->r.io_bytes) /
                                  (us * 1e-6) / 1e9
                            : 0;
-      char eg[16] = "-", gr[16] = "-", rl[16] = "-";
+      char eg[16] = "-", gr[16] = "-", ch[16] = "-", rl[16] = "-";
       if (w->r.eager_us > 0)
         snprintf(eg, sizeof eg, "%.2f", w->r.eager_us);
       if (w->r.graph_us > 0)
         snprintf(gr, sizeof gr, "%.2f", w->r.graph_us);
+      if (w->r.chain_us > 0)
+        snprintf(ch, sizeof ch, "%.2f", w->r.chain_us);
       if (w->r.rel_l2 >= 0)
         snprintf(rl, sizeof rl, "%.2e", w->r.rel_l2);
-      printf("%5d %7d %3d %3d %4d %4d %10s %10s %10.1f %9.1f %6.1f %10s  %s\n",
+      printf("%5d %7d %3d %3d %4d %4d %10s %10s %10s %10.1f %9.1f %6.1f %10s  "
+             "%s\n",
              w->batch, w->seq, w->hk, w->qg, w->partitions, w->rotations, eg,
-             gr, (double)w->r.kv_bytes / (double)(1 << 20), gbps,
+             gr, ch, (double)w->r.kv_bytes / (double)(1 << 20), gbps,
              us > 0 ? 100.0 * gbps / copy_gbps : 0.0, rl,
              w->r.skipped ? w->r.note : w->r.note[0] ? w->r.note : "");
       fflush(stdout);
@@ -564,6 +581,11 @@ int uq_cmd_bench(int argc, char **argv) {
           printf(", \"graph_us\": %.3f", w->r.graph_us);
         else
           printf(", \"graph_us\": null");
+        if (w->r.chain_us > 0)
+          printf(", \"chain_us\": %.3f, \"chain_steps\": %d", w->r.chain_us,
+                 o.chain);
+        else
+          printf(", \"chain_us\": null");
         if (us > 0)
           printf(", \"us\": %.3f, \"gbps\": %.2f, \"pct_copy\": %.2f", us,
                  gbps, 100.0 * gbps / copy_gbps);

@@ -64,23 +64,25 @@ for ((round = 1; round <= rounds; ++round)); do
       rc=$?
       cat "$OUT/ab-run.log" >>"$OUT/ab-$name.log"
       [ "$rc" = 0 ] || { echo "rc=$rc"; tail -3 "$OUT/ab-run.log"; }
-      # B seq Hk QG P rot eager graph ... rel_l2: one line per shape.
+      # B seq Hk QG P rot eager graph chain KV GB/s %copy rel_l2: one line
+      # per shape.
       grep -E '^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ ' "$OUT/ab-run.log" |
-        awk -v n="$name" '{ printf "%s %s/%s/%s:%s %s %s %s\n", n, $1, $2, $3, $4, $7, $8, $12 }' |
+        awk -v n="$name" '{ printf "%s %s/%s/%s:%s %s %s %s %s\n", n, $1, $2, $3, $4, $7, $8, $9, $13 }' |
         tee -a "$res"
     done
   done
 done
 
-say "medians (variant shape eager_us graph_us) over $rounds round(s)"
+say "medians (variant shape eager_us graph_us chain_us) over $rounds round(s)"
 python3 - "$res" <<'PY'
 import collections, statistics, sys
 runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     f = line.split()
-    if len(f) >= 4:
-        runs[(f[0], f[1])].append(f[2:4])
+    if len(f) >= 5:
+        runs[(f[0], f[1])].append(f[2:5])
 med = lambda xs: statistics.median(float(x) for x in xs) if all(x != "-" for x in xs) else float("nan")
 for (name, shape), rs in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-    print(f"{shape:18s} {name:10s} {med([r[0] for r in rs]):9.2f} {med([r[1] for r in rs]):9.2f}  ({len(rs)} runs)")
+    cols = " ".join(f"{med([r[c] for r in rs]):9.2f}" for c in range(3))
+    print(f"{shape:18s} {name:10s} {cols}  ({len(rs)} runs)")
 PY

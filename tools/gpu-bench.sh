@@ -156,28 +156,28 @@ for v in "${variants[@]}"; do
   f=$OUT/bench-$v-b16.log
   [ -f "$f" ] && grep -hE "^(copy|device):" "$f" | head -2 && break
 done
-printf '%-9s %-9s %5s %7s %3s %3s %10s %10s %9s %6s %10s\n' variant set B seq Hk QG eager_us \
-  graph_us GB/s %copy rel_l2
+printf '%-9s %-9s %5s %7s %3s %3s %10s %10s %10s %9s %6s %10s\n' variant set B seq Hk QG \
+  eager_us graph_us chain_us GB/s %copy rel_l2
 for v in "${variants[@]}"; do
   for e in "${shapes[@]}"; do
     name=${e%%|*}
     f=$OUT/bench-$v-$name.log
     [ -f "$f" ] || continue
-    awk -v v="$v" -v n="$name" '$1 ~ /^[0-9]+$/ && NF >= 12 {
-      printf "%-9s %-9s %5s %7s %3s %3s %10s %10s %9s %6s %10s\n",
-        v, n, $1, $2, $3, $4, $7, $8, $10, $11, $12 }' "$f"
+    awk -v v="$v" -v n="$name" '$1 ~ /^[0-9]+$/ && NF >= 13 {
+      printf "%-9s %-9s %5s %7s %3s %3s %10s %10s %10s %9s %6s %10s\n",
+        v, n, $1, $2, $3, $4, $7, $8, $9, $11, $12, $13 }' "$f"
   done
 done
 for e in "${shapes[@]}"; do
   name=${e%%|*}
   f=$OUT/peer-$name.log
   [ -f "$f" ] || continue
-  awk -v n="$name" '$1 ~ /^[0-9]+$/ && NF >= 10 {
-    printf "%-9s %-9s %5s %7s %3s %3s %10s %10s %9s %6s %10s\n",
-      "sdpa", n, $1, $2, $3, $4, $6, $7, $9, $10, $13 }' "$f"
+  awk -v n="$name" '$1 ~ /^[0-9]+$/ && NF >= 14 {
+    printf "%-9s %-9s %5s %7s %3s %3s %10s %10s %10s %9s %6s %10s\n",
+      "sdpa", n, $1, $2, $3, $4, $6, $7, $8, $10, $11, $14 }' "$f"
 done
 if [ -f "$OUT/bench-sweep-warpgroup.log" ]; then
-  n=$(awk '$1 ~ /^[0-9]+$/ && NF >= 12' "$OUT/bench-sweep-warpgroup.log" | wc -l)
+  n=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13' "$OUT/bench-sweep-warpgroup.log" | wc -l)
   echo "sweep (warpgroup): $n rows in bench-sweep-warpgroup.log"
 fi
 echo "total $(elapsed) s"

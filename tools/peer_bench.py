@@ -2,7 +2,9 @@
 """Peer baseline for `uqjit bench`: PyTorch scaled_dot_product_attention
 decode on an equivalent bf16 KV cache, timed the same way (CUDA events
 around each call, median after warm-up, rotating over enough KV copies
-that the L2 holds nothing useful, optional CUDA graph replay).
+that the L2 holds nothing useful, optional CUDA graph replay: one graph
+per call, and graphs of --chain calls for the per-call cost inside a
+larger graph).
 
 Independent of uqjit: needs only python3 + torch on a CUDA machine. Not
 run in CI.
@@ -99,9 +101,13 @@ def check(q, k, v, form, scale):
     return (torch.linalg.norm(out - ref) / torch.linalg.norm(ref)).item()
 
 
-def time_calls(fn_for, rotations, iters, warmup, graph):
-    """Median microseconds of one call, events around each call."""
-    if graph:
+def time_calls(fn_for, rotations, iters, warmup, graph_steps):
+    """Median microseconds of one call, events around each call (eager when
+    graph_steps is 0), or around each replay of a graph of graph_steps
+    consecutive calls (each on the next rotation), divided by graph_steps:
+    uqjit bench's method (tools/bench_shape.c)."""
+    steps = max(1, graph_steps)
+    if graph_steps:
         stream = torch.cuda.Stream()
         graphs = []
         stream.wait_stream(torch.cuda.current_stream())
@@ -109,10 +115,12 @@ def time_calls(fn_for, rotations, iters, warmup, graph):
             for r in range(min(rotations, 3)):  # warm up outside capture
                 fn_for(r)
         torch.cuda.current_stream().wait_stream(stream)
-        for r in range(min(rotations, iters + warmup)):
+        ngraphs = min(-(-rotations // steps), iters + warmup)
+        for g_index in range(ngraphs):
             g = torch.cuda.CUDAGraph()
             with torch.cuda.graph(g):
-                fn_for(r)
+                for j in range(steps):
+                    fn_for((g_index * steps + j) % rotations)
             graphs.append(g)
         run = lambda i: graphs[i % len(graphs)].replay()
     else:
@@ -126,7 +134,8 @@ def time_calls(fn_for, rotations, iters, warmup, graph):
         if i >= warmup:
             events[i - warmup][1].record()
     torch.cuda.synchronize()
-    return 1e3 * statistics.median(s.elapsed_time(e) for s, e in events)
+    return 1e3 * statistics.median(
+        s.elapsed_time(e) for s, e in events) / steps
 
 
 def fp8_status():
@@ -154,11 +163,15 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--graph", dest="graph", action="store_true", default=None)
     ap.add_argument("--no-graph", dest="graph", action="store_false")
+    ap.add_argument("--chain", type=int, default=16,
+                    help="with graphs, also time graphs of N steps (0: off)")
     ap.add_argument("--form", choices=("reshape", "gqa"), default="reshape")
     ap.add_argument("--max-mem-gb", type=float, default=16.0)
     ap.add_argument("--rotate-mb", type=int, default=200)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.chain < 0:
+        ap.error("--chain must be >= 0")
 
     if not torch.cuda.is_available():
         print("peer_bench: needs a CUDA GPU", file=sys.stderr)
@@ -175,9 +188,10 @@ def main():
         print("copy:     %.1f GB/s device-to-device (read + write)" % copy_gbps)
         print("fp8 KV:   %s" % fp8_note)
         print("form:     %s\n" % args.form)
-        print("%5s %7s %3s %3s %4s %10s %10s %10s %9s %6s %10s %10s %9s" % (
-            "B", "seq", "Hk", "QG", "rot", "eager_us", "graph_us", "KV_MiB",
-            "GB/s", "%copy", "floor_us", "uq_flr_us", "rel_l2"))
+        print("%5s %7s %3s %3s %4s %10s %10s %10s %10s %9s %6s %10s %10s %9s"
+              % ("B", "seq", "Hk", "QG", "rot", "eager_us", "graph_us",
+                 "chain_us", "KV_MiB", "GB/s", "%copy", "floor_us",
+                 "uq_flr_us", "rel_l2"))
         sys.stdout.flush()
     rows = []
     for b in parse_list(args.batch):
@@ -210,24 +224,28 @@ def main():
                 vs = [torch.randn_like(ks[0]) for _ in range(rot)]
                 rel = check(q[:1], ks[0][:1], vs[0][:1], args.form, scale)
                 fn = lambda r: attend(q, ks[r], vs[r], args.form, scale)
-                eager = time_calls(fn, rot, args.iters, args.warmup, False)
+                eager = time_calls(fn, rot, args.iters, args.warmup, 0)
                 use_graph = args.graph if args.graph is not None else (
                     kv_bytes <= (64 << 20))
-                graph = (time_calls(fn, rot, args.iters, args.warmup, True)
+                graph = (time_calls(fn, rot, args.iters, args.warmup, 1)
                          if use_graph else None)
+                chain = (time_calls(fn, rot, args.iters, args.warmup,
+                                    args.chain)
+                         if use_graph and args.chain > 0 else None)
                 us = graph if graph is not None else eager
                 gbps = (kv_bytes + io_bytes) / (us * 1e3)
                 row.update(skipped=False, rotations=rot, eager_us=eager,
-                           graph_us=graph, us=us, gbps=gbps,
+                           graph_us=graph, chain_us=chain, us=us, gbps=gbps,
                            pct_copy=100.0 * gbps / copy_gbps, rel_l2=rel)
                 rows.append(row)
                 del ks, vs, q
                 torch.cuda.empty_cache()
                 if not args.json:
-                    print("%5d %7d %3d %3d %4d %10.2f %10s %10.1f %9.1f %6.1f "
-                          "%10.2f %10.2f %9.2e" % (
+                    print("%5d %7d %3d %3d %4d %10.2f %10s %10s %10.1f %9.1f "
+                          "%6.1f %10.2f %10.2f %9.2e" % (
                               b, s, hk, qg, rot, eager,
                               "%.2f" % graph if graph is not None else "-",
+                              "%.2f" % chain if chain is not None else "-",
                               kv_bytes / (1 << 20), gbps, row["pct_copy"],
                               row["floor_us"], row["uq_floor_us"], rel))
                     sys.stdout.flush()
