@@ -471,7 +471,10 @@ int uq_cmd_bench(int argc, char **argv) {
                          block_size * w->hk * plan.padded_slot;
       uint64_t want = kv_copy ? (o.rotate_bytes + kv_copy - 1) / kv_copy : 1;
       uint64_t cap = (o.max_mem - fixed) / per_copy;
-      uint64_t lim = (uint64_t)(o.warmup + o.iters);
+      /* More copies than steps timed would never be used (a chained graph
+       * times --chain steps a call). */
+      uint64_t lim = (uint64_t)(o.warmup + o.iters) *
+                     (uint64_t)(o.chain > 1 ? o.chain : 1);
       if (want > cap)
         want = cap;
       if (want > lim)
