@@ -152,6 +152,11 @@ fi
 # (d) the compact table: one line per shape and variant.
 say "summary"
 echo "gpu-check rc=$check_rc; mma_sm90_maps conversions: $mode"
+case $check_rc in
+0) ;;
+124) echo "WARNING: the gpu suite was cut short by its time slot: correctness NOT verified in this run (raise UQ_BENCH_BUDGET_S)" ;;
+*) echo "WARNING: the gpu suite FAILED in this run: see check.log" ;;
+esac
 for v in "${variants[@]}"; do
   f=$OUT/bench-$v-b16.log
   [ -f "$f" ] && grep -hE "^(copy|device):" "$f" | head -2 && break
