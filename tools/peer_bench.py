@@ -216,8 +216,9 @@ def main():
                             b, s, hk, qg, row["note"]))
                     continue
                 rot = max(1, math.ceil((args.rotate_mb << 20) / kv_bytes))
+                # As uqjit bench: no more copies than the timed steps use.
                 rot = min(rot, max(1, max_mem // kv_bytes),
-                          args.iters + args.warmup)
+                          (args.iters + args.warmup) * max(1, args.chain))
                 q = torch.randn(b, hq, D, device="cuda", dtype=torch.bfloat16)
                 ks = [torch.randn(b, hk, s, D, device="cuda",
                                   dtype=torch.bfloat16) for _ in range(rot)]
