@@ -471,10 +471,15 @@ int uq_cmd_bench(int argc, char **argv) {
                          block_size * w->hk * plan.padded_slot;
       uint64_t want = kv_copy ? (o.rotate_bytes + kv_copy - 1) / kv_copy : 1;
       uint64_t cap = (o.max_mem - fixed) / per_copy;
+      w->r.kv_bytes = (uint64_t)w->batch * (uint64_t)w->seq * w->hk *
+                      uq_slot_size(256);
+      int use_graph = o.graph == 1 ||
+                      (o.graph < 0 && w->r.kv_bytes <= GRAPH_AUTO_KV_BYTES);
+      int chained = use_graph && o.chain > 1;
       /* More copies than steps timed would never be used (a chained graph
        * times --chain steps a call). */
       uint64_t lim = (uint64_t)(o.warmup + o.iters) *
-                     (uint64_t)(o.chain > 1 ? o.chain : 1);
+                     (uint64_t)(chained ? o.chain : 1);
       if (want > cap)
         want = cap;
       if (want > lim)
@@ -482,8 +487,6 @@ int uq_cmd_bench(int argc, char **argv) {
       if (want < 1)
         want = 1;
       w->rotations = (int32_t)want;
-      w->r.kv_bytes = (uint64_t)w->batch * (uint64_t)w->seq * w->hk *
-                      uq_slot_size(256);
       w->r.io_bytes = 2ull * 2ull * w->batch * s.num_q_heads * 256;
       uint64_t partial = (uint64_t)w->batch * w->hk * plan.num_partitions *
                          plan.query_group_size;
@@ -505,8 +508,6 @@ int uq_cmd_bench(int argc, char **argv) {
           all_ok = 0;
         rc = uq_bench_time(ctx, stream, &b, &o, 0, &w->r.eager_us);
       }
-      int use_graph = o.graph == 1 ||
-                      (o.graph < 0 && w->r.kv_bytes <= GRAPH_AUTO_KV_BYTES);
       if (rc == 0 && use_graph)
         rc = uq_bench_time(ctx, stream, &b, &o, 1, &w->r.graph_us);
       if (rc == 0 && use_graph && o.chain > 0)

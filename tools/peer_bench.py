@@ -215,10 +215,14 @@ def main():
                         print("%5d %7d %3d %3d  skipped: %s" % (
                             b, s, hk, qg, row["note"]))
                     continue
+                use_graph = args.graph if args.graph is not None else (
+                    kv_bytes <= (64 << 20))
+                chained = use_graph and args.chain > 1
                 rot = max(1, math.ceil((args.rotate_mb << 20) / kv_bytes))
                 # As uqjit bench: no more copies than the timed steps use.
                 rot = min(rot, max(1, max_mem // kv_bytes),
-                          (args.iters + args.warmup) * max(1, args.chain))
+                          (args.iters + args.warmup) *
+                          (args.chain if chained else 1))
                 q = torch.randn(b, hq, D, device="cuda", dtype=torch.bfloat16)
                 ks = [torch.randn(b, hk, s, D, device="cuda",
                                   dtype=torch.bfloat16) for _ in range(rot)]
@@ -226,8 +230,6 @@ def main():
                 rel = check(q[:1], ks[0][:1], vs[0][:1], args.form, scale)
                 fn = lambda r: attend(q, ks[r], vs[r], args.form, scale)
                 eager = time_calls(fn, rot, args.iters, args.warmup, 0)
-                use_graph = args.graph if args.graph is not None else (
-                    kv_bytes <= (64 << 20))
                 graph = (time_calls(fn, rot, args.iters, args.warmup, 1)
                          if use_graph else None)
                 chain = (time_calls(fn, rot, args.iters, args.warmup,
