@@ -1,4 +1,4 @@
-#include "cache_util.h"
+#include "tests/cache_util.h"
 
 #include <dirent.h>
 #include <stdarg.h>

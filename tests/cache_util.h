@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cache/cache.h"
+#include "lib/cache/cache.h"
 
 /* snprintf into a PATH_MAX buffer (aborts when the path does not fit). */
 void cu_fmt(char *out, const char *fmt, ...)

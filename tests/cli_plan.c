@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "cli_run.h"
+#include "tests/cli_run.h"
 
 /* ------------------------------------------------------------------ */
 

@@ -1,6 +1,6 @@
 /* Running the uqjit binary with pipes (no shell) and a strict JSON check,
  * shared by the command tests. */
-#include "cli_run.h"
+#include "tests/cli_run.h"
 
 #include <fcntl.h>
 #include <poll.h>

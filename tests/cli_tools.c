@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "cli_run.h"
+#include "tests/cli_run.h"
 
 static const char *group;
 

@@ -15,12 +15,12 @@
 
 #include <cmocka.h>
 
-#include "src/alloc.h"
-#include "src/buf.h"
-#include "src/comgr.h"
-#include "src/compiler.h"
-#include "src/disasm.h"
-#include "src/error.h"
+#include "lib/base/alloc.h"
+#include "lib/base/buf.h"
+#include "lib/compile/comgr.h"
+#include "lib/compile/compiler.h"
+#include "lib/compile/disasm.h"
+#include "lib/base/error.h"
 
 /* 64 floats of LDS: the group segment is at least 256 bytes. */
 static const char hiprtc_src[] =

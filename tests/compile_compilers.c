@@ -18,10 +18,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "src/alloc.h"
-#include "src/compiler.h"
-#include "src/disasm.h"
-#include "src/error.h"
+#include "lib/base/alloc.h"
+#include "lib/compile/compiler.h"
+#include "lib/compile/disasm.h"
+#include "lib/base/error.h"
 
 /* Expected values come from the ELF and AMDGPU ABI specifications, not from
  * the code under test: e_machine EM_AMDGPU = 224, EM_CUDA = 190; the low

@@ -13,8 +13,8 @@
 #include <cmocka.h>
 #include <unistd.h>
 
-#include "src/compiler.h"
-#include "src/dl.h"
+#include "lib/compile/compiler.h"
+#include "lib/base/dl.h"
 #include "uqjit.h"
 
 static const char *target;

@@ -21,11 +21,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "codegen/emit.h"
-#include "codegen/target.h"
-#include "src/alloc.h"
-#include "src/compiler.h"
-#include "src/disasm.h"
+#include "lib/codegen/emit.h"
+#include "lib/codegen/target.h"
+#include "lib/base/alloc.h"
+#include "lib/compile/compiler.h"
+#include "lib/compile/disasm.h"
 #include "uqjit.h"
 
 #define MAX_JOBS 256

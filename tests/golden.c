@@ -1,4 +1,4 @@
-#include "golden.h"
+#include "tests/golden.h"
 
 #include <stdarg.h>
 #include <stdio.h>

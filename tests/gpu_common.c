@@ -1,4 +1,4 @@
-#include "gpu_common.h"
+#include "tests/gpu_common.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "testutil.h"
+#include "tests/testutil.h"
 #include "uqjit.h"
 
 /* Exits 77 (Meson: SKIP) when there is no device or no runtime, printing

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "gpu_common.h"
+#include "tests/gpu_common.h"
 
 static uq_context *ctx;
 

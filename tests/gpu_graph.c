@@ -12,10 +12,10 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "gpu_common.h"
-#include "src/context.h"
-#include "src/platform.h"
-#include "templates/uq_abi.h"
+#include "tests/gpu_common.h"
+#include "lib/runtime/context.h"
+#include "lib/gpu/platform.h"
+#include "templates/common/uq_abi.h"
 
 static uq_context *ctx;
 

@@ -1,4 +1,4 @@
-#include "testutil.h"
+#include "tests/testutil.h"
 
 #include <math.h>
 #include <string.h>

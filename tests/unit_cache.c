@@ -20,9 +20,9 @@
 #include <cmocka.h>
 #include <xxhash.h>
 
-#include "cache/cache.h"
-#include "cache_util.h"
-#include "src/alloc.h"
+#include "lib/cache/cache.h"
+#include "tests/cache_util.h"
+#include "lib/base/alloc.h"
 #include "uqjit.h"
 
 #define T "gfx950:sramecc+:xnack-"

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "cache/cache.h"
-#include "cache_util.h"
-#include "src/alloc.h"
+#include "lib/cache/cache.h"
+#include "tests/cache_util.h"
+#include "lib/base/alloc.h"
 #include "uqjit.h"
 
 #define T "gfx942:sramecc+:xnack-"

@@ -15,16 +15,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "codegen/emit.h"
-#include "codegen/target.h"
-#include "src/alloc.h"
+#include "lib/codegen/emit.h"
+#include "lib/codegen/target.h"
+#include "lib/base/alloc.h"
 #include "uqjit.h"
 
+/* Paths under templates/; the embedded name is the base name. */
 static const char *const template_names[] = {
-    "uq_abi.h",          "prelude_nvrtc.hip", "prelude_hiprtc.hip",
-    "prelude_clang.hip", "numerics.hip",      "layer_portable.hip",
-    "decode.hip",        "reduce.hip",        "prologue.hip",
-    "store.hip",
+    "common/uq_abi.h",          "prelude/prelude_nvrtc.hip",
+    "prelude/prelude_hiprtc.hip", "prelude/prelude_clang.hip",
+    "common/numerics.hip",      "portable/layer_portable.hip",
+    "portable/decode.hip",      "passes/reduce.hip",
+    "passes/prologue.hip",      "passes/store.hip",
 };
 #define TEMPLATE_COUNT (sizeof template_names / sizeof template_names[0])
 
@@ -372,7 +374,8 @@ static void emit_embedded_templates_equal_the_files(void **state) {
     if (file == NULL)
       fail_msg("cannot read %s", path);
     size_t elen = 0;
-    const char *emb = uq__template_text(template_names[i], &elen);
+    const char *base = strrchr(template_names[i], '/') + 1;
+    const char *emb = uq__template_text(base, &elen);
     if (emb == NULL)
       fail_msg("%s is not embedded", template_names[i]);
     assert_int_equal(elen, flen);

@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "golden.h"
-#include "src/format.h"
-#include "testutil.h"
+#include "tests/golden.h"
+#include "lib/format/format.h"
+#include "tests/testutil.h"
 #include "uqjit.h"
 
 /* Sorted levels and the code each one is written as (FORMAT.md 2 and 3.5). */

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "codegen/target.h"
+#include "lib/codegen/target.h"
 #include "uqjit.h"
 
 /* The decode key of FORMAT.md's example shape, built by hand. */

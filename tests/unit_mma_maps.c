@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/emit.h"
-#include "codegen/target.h"
-#include "src/buf.h"
+#include "lib/codegen/emit.h"
+#include "lib/codegen/target.h"
+#include "lib/base/buf.h"
 #include "uqjit.h"
 
 typedef unsigned char uq_u8;
@@ -58,7 +58,7 @@ static __attribute__((unused)) uq_u32 uq_prmt(uq_u32 x, uq_u32 y, uq_u32 s) {
   return r;
 }
 
-#include "templates/mma_sm90_maps.hip"
+#include "templates/sm90/mma_sm90_maps.hip"
 
 /* FORMAT.md section 2. */
 static const double fp4_value[16] = {0,  0.5,  1,  1.5,  2,  3,  4,  6,

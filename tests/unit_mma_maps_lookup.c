@@ -2,4 +2,4 @@
  * conversions (UQ_MMA_SUBNORMAL_OPERANDS 0, the fallback that keeps every
  * mma and multiply operand normal). */
 #define UQ_MMA_SUBNORMAL_OPERANDS 0
-#include "unit_mma_maps.c"
+#include "tests/unit_mma_maps.c"

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/testutil.h"
 #include "uqjit.h"
 
 /* One decode problem: shape, buffers and the naive answer. */

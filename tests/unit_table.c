@@ -11,8 +11,8 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "src/error.h"
-#include "src/table.h"
+#include "lib/base/error.h"
+#include "lib/runtime/table.h"
 
 #define NKEYS 5
 #define NTHREADS 16

@@ -42,12 +42,12 @@ static uq_u32 uq_prmt(uq_u32 x, uq_u32 y, uq_u32 s) {
   return r;
 }
 
-#include "templates/mma_sm90_maps.hip"
+#include "templates/sm90/mma_sm90_maps.hip"
 /* wgmma_sm90_maps.hip declares its two constants `constexpr int` at file
  * scope: C++, and C23, but not C11 (this project's -std). As static const
  * ints they are the same values; the helpers only read them. */
 #define constexpr static const
-#include "templates/wgmma_sm90_maps.hip"
+#include "templates/sm90/wgmma_sm90_maps.hip"
 #undef constexpr
 
 #if !UQ_MMA_SUBNORMAL_OPERANDS

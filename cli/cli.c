@@ -1,0 +1,348 @@
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+int uq_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "uqjit %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry 'uqjit %s -h' for usage.\n", cmd);
+  return UQ_EXIT_USAGE;
+}
+
+int uq_cli_fail(const char *cmd, int status, const char *what) {
+  const char *detail = uq_last_error();
+  fprintf(stderr, "uqjit %s: %s: %s%s%s\n", cmd, what, uq_strerror(status),
+          detail[0] ? ": " : "", detail);
+  return UQ_EXIT_FAILURE;
+}
+
+int uq_cli_other_arg(const char *cmd, const char *arg,
+                     const uq_cli_flag *flags, void (*usage)(FILE *out)) {
+  if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+    usage(stdout);
+    return UQ_EXIT_OK;
+  }
+  for (const uq_cli_flag *f = flags; f != NULL && f->name != NULL; f++) {
+    if (!strcmp(arg, f->name)) {
+      *f->var = f->value;
+      return UQ_CLI_NEXT;
+    }
+  }
+  if (arg[0] == '-')
+    return uq_cli_usage_error(cmd, "unknown option '%s'", arg);
+  return uq_cli_usage_error(cmd, "unexpected argument '%s'", arg);
+}
+
+int uq_cli_option(const char *cmd, int argc, char **argv, int *i,
+                  const char *name, const char **value) {
+  const char *arg = argv[*i];
+  size_t len = strlen(name);
+  if (strncmp(arg, name, len) != 0)
+    return 0;
+  if (arg[len] == '=') {
+    *value = arg + len + 1;
+    return 1;
+  }
+  if (arg[len] != '\0')
+    return 0;
+  if (*i + 1 >= argc) {
+    uq_cli_usage_error(cmd, "option '%s' needs a value", name);
+    return -1;
+  }
+  *i += 1;
+  *value = argv[*i];
+  return 1;
+}
+
+int uq_cli_text_option(const char *cmd, int argc, char **argv, int *i,
+                       const uq_cli_text *opts) {
+  for (const uq_cli_text *o = opts; o->name != NULL; o++) {
+    int r = uq_cli_option(cmd, argc, argv, i, o->name, o->var);
+    if (r != 0)
+      return r;
+  }
+  return 0;
+}
+
+int uq_cli_parse_i64(const char *cmd, const char *flag, const char *text,
+                     int64_t min, int64_t max, int64_t *out) {
+  const char *p = text;
+  int neg = *p == '-';
+  if (neg)
+    p++;
+  int64_t v = 0;
+  int ok = *p >= '0' && *p <= '9';
+  for (; ok && *p; p++) {
+    if (*p < '0' || *p > '9') {
+      ok = 0;
+      break;
+    }
+    int digit = *p - '0';
+    /* Accumulate negatively: INT64_MIN has no positive counterpart. */
+    if (v < (INT64_MIN + digit) / 10) {
+      uq_cli_usage_error(cmd, "%s: '%s' is out of range [%lld, %lld]", flag,
+                         text, (long long)min, (long long)max);
+      return -1;
+    }
+    v = v * 10 - digit;
+  }
+  if (!ok) {
+    uq_cli_usage_error(cmd, "%s: '%s' is not an integer", flag, text);
+    return -1;
+  }
+  if (!neg) {
+    if (v == INT64_MIN) {
+      uq_cli_usage_error(cmd, "%s: '%s' is out of range [%lld, %lld]", flag,
+                         text, (long long)min, (long long)max);
+      return -1;
+    }
+    v = -v;
+  }
+  if (v < min || v > max) {
+    uq_cli_usage_error(cmd, "%s: '%s' is out of range [%lld, %lld]", flag,
+                       text, (long long)min, (long long)max);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+int uq_cli_parse_i32(const char *cmd, const char *flag, const char *text,
+                     int32_t min, int32_t max, int32_t *out) {
+  int64_t v;
+  if (uq_cli_parse_i64(cmd, flag, text, min, max, &v) != 0)
+    return -1;
+  *out = (int32_t)v;
+  return 0;
+}
+
+int uq_cli_parse_float(const char *cmd, const char *flag, const char *text,
+                       double min_exclusive, double max, float *out) {
+  char *end = NULL;
+  /* strtod skips leading blanks and reads "nan"/"inf": refuse those. */
+  int starts_ok = (text[0] >= '0' && text[0] <= '9') || text[0] == '.' ||
+                  text[0] == '-' || text[0] == '+';
+  errno = 0;
+  double v = starts_ok ? strtod(text, &end) : 0.0;
+  if (!starts_ok || end == text || *end != '\0' || errno == ERANGE ||
+      !isfinite(v)) {
+    uq_cli_usage_error(cmd, "%s: '%s' is not a finite number", flag, text);
+    return -1;
+  }
+  float f = (float)v;
+  if (!(v > min_exclusive) || v > max || !isfinite(f) ||
+      !((double)f > min_exclusive)) {
+    uq_cli_usage_error(cmd, "%s: '%s' is out of range (%g, %g]", flag, text,
+                       min_exclusive, max);
+    return -1;
+  }
+  *out = f;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The shape flags: one table drives parsing, the required check and help. */
+
+typedef enum { T_I32, T_I64, T_FLOAT, T_DTYPE, T_TARGET } flag_type;
+
+typedef struct shape_flag {
+  const char *name;
+  const char *metavar;
+  flag_type type;
+  size_t offset; /* into uq_cli_shape */
+  int64_t min;
+  int required;
+  const char *help;
+} shape_flag;
+
+#define SHAPE_FIELD(f) offsetof(uq_cli_shape, shape) + offsetof(uq_shape, f)
+
+static const shape_flag shape_flags[] = {
+    {"--batch", "B", T_I32, SHAPE_FIELD(batch), 1, 1,
+     "sequences per call (also sizes the workspace)"},
+    {"--q-heads", "HQ", T_I32, SHAPE_FIELD(num_q_heads), 1, 1,
+     "query heads"},
+    {"--kv-heads", "HK", T_I32, SHAPE_FIELD(num_kv_heads), 1, 1, "KV heads"},
+    {"--head-dim", "D", T_I32, SHAPE_FIELD(head_dim), 1, 1,
+     "head dimension (the fast path needs 256)"},
+    {"--block-size", "BS", T_I32, SHAPE_FIELD(block_size), 1, 1,
+     "tokens per cache block"},
+    {"--max-blocks-per-seq", "N", T_I32, SHAPE_FIELD(max_blocks_per_seq), 1, 1,
+     "block table row length"},
+    {"--padded-slot", "S", T_I32, SHAPE_FIELD(padded_slot), 0, 0,
+     "bytes per cache slot (default: slot size rounded up to 4)"},
+    {"--scale", "X", T_FLOAT, SHAPE_FIELD(scale), 0, 0,
+     "softmax scale (default: 1/sqrt(D))"},
+    {"--max-kv-splits", "S", T_I32, SHAPE_FIELD(max_num_kv_splits), 1, 0,
+     "floor on the KV partitions (default 32)"},
+    {"--q-stride-seq", "N", T_I64, SHAPE_FIELD(q_stride_seq), 1, 0,
+     "query stride between sequences, elements (default HQ*D)"},
+    {"--q-stride-head", "N", T_I64, SHAPE_FIELD(q_stride_head), 1, 0,
+     "query stride between heads, elements (default D)"},
+    {"--dtype", "bf16|fp16", T_DTYPE, SHAPE_FIELD(q_dtype), 0, 0,
+     "query and output dtype (default bf16)"},
+    {"--target", "T", T_TARGET, offsetof(uq_cli_shape, target), 0, 0,
+     "gfx950 (default), gfx942, gfx90a, sm_90, ... with :sramecc+/-, "
+     ":xnack+/-"},
+};
+#define SHAPE_FLAG_COUNT (sizeof shape_flags / sizeof shape_flags[0])
+
+void uq_cli_shape_init(uq_cli_shape *s) {
+  memset(s, 0, sizeof *s);
+  uq_shape_init(&s->shape);
+}
+
+static int set_flag(const char *cmd, const shape_flag *f, uq_cli_shape *s,
+                    const char *value) {
+  char *base = (char *)s + f->offset;
+  switch (f->type) {
+  case T_I32: {
+    int32_t v;
+    if (uq_cli_parse_i32(cmd, f->name, value, (int32_t)f->min, INT32_MAX,
+                         &v) != 0)
+      return -1;
+    memcpy(base, &v, sizeof v);
+    return 0;
+  }
+  case T_I64: {
+    int64_t v;
+    if (uq_cli_parse_i64(cmd, f->name, value, f->min, INT64_MAX, &v) != 0)
+      return -1;
+    memcpy(base, &v, sizeof v);
+    return 0;
+  }
+  case T_FLOAT: {
+    float v;
+    if (uq_cli_parse_float(cmd, f->name, value, 0.0, 1.0e6, &v) != 0)
+      return -1;
+    memcpy(base, &v, sizeof v);
+    return 0;
+  }
+  case T_DTYPE: {
+    uq_dtype v;
+    if (strcmp(value, "bf16") == 0)
+      v = UQ_DTYPE_BF16;
+    else if (strcmp(value, "fp16") == 0)
+      v = UQ_DTYPE_FP16;
+    else {
+      uq_cli_usage_error(cmd, "%s: '%s' is not bf16 or fp16", f->name, value);
+      return -1;
+    }
+    memcpy(base, &v, sizeof v);
+    return 0;
+  }
+  case T_TARGET:
+    if (value[0] == '\0') {
+      uq_cli_usage_error(cmd, "%s: empty target", f->name);
+      return -1;
+    }
+    memcpy(base, &value, sizeof value);
+    return 0;
+  }
+  return -1;
+}
+
+int uq_cli_shape_option(const char *cmd, uq_cli_shape *s, int argc,
+                        char **argv, int *i) {
+  for (size_t k = 0; k < SHAPE_FLAG_COUNT; k++) {
+    const shape_flag *f = &shape_flags[k];
+    const char *value = NULL;
+    int r = uq_cli_option(cmd, argc, argv, i, f->name, &value);
+    if (r < 0)
+      return -1;
+    if (r == 0)
+      continue;
+    if (s->seen & (1u << k)) {
+      uq_cli_usage_error(cmd, "option '%s' given twice", f->name);
+      return -1;
+    }
+    s->seen |= 1u << k;
+    return set_flag(cmd, f, s, value) == 0 ? 1 : -1;
+  }
+  return 0;
+}
+
+int uq_cli_shape_command_arg(const char *cmd, uq_cli_shape *s,
+                             const uq_cli_text *texts,
+                             const uq_cli_flag *flags,
+                             void (*usage)(FILE *out), int argc, char **argv,
+                             int *i) {
+  int r = texts != NULL ? uq_cli_text_option(cmd, argc, argv, i, texts) : 0;
+  if (r == 0)
+    r = uq_cli_shape_option(cmd, s, argc, argv, i);
+  if (r < 0)
+    return UQ_EXIT_USAGE;
+  if (r > 0)
+    return UQ_CLI_NEXT;
+  return uq_cli_other_arg(cmd, argv[*i], flags, usage);
+}
+
+int uq_cli_shape_finish(const char *cmd, const uq_cli_shape *s) {
+  for (size_t k = 0; k < SHAPE_FLAG_COUNT; k++)
+    if (shape_flags[k].required && !(s->seen & (1u << k))) {
+      uq_cli_usage_error(cmd, "missing required option '%s'",
+                         shape_flags[k].name);
+      return -1;
+    }
+  return 0;
+}
+
+void uq_cli_shape_help(FILE *out) {
+  for (size_t k = 0; k < SHAPE_FLAG_COUNT; k++) {
+    const shape_flag *f = &shape_flags[k];
+    char left[64];
+    snprintf(left, sizeof left, "%s %s", f->name, f->metavar);
+    fprintf(out, "  %-26s %s%s\n", left, f->required ? "(required) " : "",
+            f->help);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+
+void uq_cli_json_string(FILE *out, const char *s) {
+  fputc('"', out);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    switch (*p) {
+    case '"': fputs("\\\"", out); break;
+    case '\\': fputs("\\\\", out); break;
+    case '\n': fputs("\\n", out); break;
+    case '\r': fputs("\\r", out); break;
+    case '\t': fputs("\\t", out); break;
+    case '\b': fputs("\\b", out); break;
+    case '\f': fputs("\\f", out); break;
+    default:
+      if (*p < 0x20 || *p == 0x7f)
+        fprintf(out, "\\u%04x", *p);
+      else
+        fputc(*p, out);
+    }
+  }
+  fputc('"', out);
+}
+
+const char *uq_cli_kind_name(uint32_t kind) {
+  switch (kind) {
+  case UQ_KERNEL_DECODE: return "decode";
+  case UQ_KERNEL_REDUCE: return "reduce";
+  case UQ_KERNEL_PROLOGUE: return "prologue";
+  case UQ_KERNEL_STORE: return "store";
+  default: return "unknown";
+  }
+}
+
+const char *uq_cli_dtype_name(uint32_t dtype) {
+  switch (dtype) {
+  case UQ_DTYPE_BF16: return "bf16";
+  case UQ_DTYPE_FP16: return "fp16";
+  case UQ_DTYPE_FP32: return "fp32";
+  default: return "unknown";
+  }
+}

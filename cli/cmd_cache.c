@@ -1,0 +1,282 @@
+/* uqjit cache: list, verify, prune and summarise a code-object cache. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "cli/cmd_util.h"
+#include "cli/commands.h"
+#include "uqjit.h"
+
+#define CMD "cache"
+
+static void cache_usage(FILE *out) {
+  fprintf(out,
+          "usage: uqjit cache ls     [--cache-dir D] [--json]\n"
+          "       uqjit cache verify [--cache-dir D] [--json]\n"
+          "       uqjit cache prune  --max-size BYTES [--cache-dir D] "
+          "[--json]\n"
+          "       uqjit cache stats  [--cache-dir D] [--json]\n\n"
+          "Maintains a code-object cache directory (default: "
+          "UQJIT_CACHE_DIR,\n"
+          "XDG_CACHE_HOME/uqjit, ~/.cache/uqjit).\n\n"
+          "  ls       one line per entry: target, size, mtime, valid, path\n"
+          "  verify   checks every entry's header and digests; exit status 1 "
+          "when\n"
+          "           any entry is bad (bad entries are kept: prune removes "
+          "them)\n"
+          "  prune    removes bad entries and stale temporary files, then "
+          "the least\n"
+          "           recently written entries until the total is <= "
+          "--max-size\n"
+          "           (BYTES, or with a K, M or G suffix; 0 empties the "
+          "cache)\n"
+          "  stats    entries, total bytes, and both per target\n\n"
+          "options:\n"
+          "  --cache-dir D              the cache directory\n"
+          "  --json                     JSON on stdout\n"
+          "  -h, --help                 this help\n");
+}
+
+/* ---- ls ---- */
+
+typedef struct ls_state {
+  int json;
+  uint64_t n;
+} ls_state;
+
+static int ls_visit(void *user, const uq_cache_entry *e) {
+  ls_state *st = user;
+  char when[32];
+  time_t t = (time_t)e->mtime;
+  struct tm tm;
+  if (gmtime_r(&t, &tm) == NULL ||
+      strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    snprintf(when, sizeof when, "%" PRId64, e->mtime);
+  if (st->json) {
+    printf("%s\n  {\"target\": ", st->n ? "," : "");
+    uq_cli_json_string(stdout, e->target);
+    printf(", \"size\": %" PRIu64 ", \"mtime\": %" PRId64
+           ", \"valid\": %s, \"path\": ",
+           e->size, e->mtime, e->valid ? "true" : "false");
+    uq_cli_json_string(stdout, e->path);
+    printf("}");
+  } else {
+    printf("%-22s %10" PRIu64 "  %s  %-5s  %s\n",
+           e->target[0] ? e->target : "?", e->size, when,
+           e->valid ? "ok" : "BAD", e->path);
+  }
+  st->n++;
+  return 0;
+}
+
+/* ---- stats ---- */
+
+#define MAX_STAT_TARGETS 64
+
+typedef struct target_stat {
+  char target[UQ_TARGET_MAX + 16];
+  uint64_t entries, bytes;
+} target_stat;
+
+typedef struct stats_state {
+  uint64_t entries, bytes, bad;
+  target_stat per[MAX_STAT_TARGETS];
+  size_t n;
+} stats_state;
+
+static int stats_visit(void *user, const uq_cache_entry *e) {
+  stats_state *st = user;
+  st->entries++;
+  st->bytes += e->size;
+  if (!e->valid)
+    st->bad++;
+  const char *name = e->valid && e->target[0] ? e->target : "(bad)";
+  size_t i = 0;
+  while (i < st->n && strcmp(st->per[i].target, name) != 0)
+    i++;
+  if (i == st->n) {
+    if (st->n == MAX_STAT_TARGETS)
+      i = st->n - 1; /* lumps the rest in the last row */
+    else {
+      snprintf(st->per[i].target, sizeof st->per[i].target, "%s", name);
+      st->n++;
+    }
+  }
+  st->per[i].entries++;
+  st->per[i].bytes += e->size;
+  return 0;
+}
+
+static void print_dir_json(const char *dir) {
+  printf("\"cache_dir\": ");
+  uq_cli_json_string(stdout, dir);
+}
+
+int uq_cmd_cache(int argc, char **argv) {
+  if (argc < 2)
+    return uq_cli_usage_error(CMD, "missing subcommand (ls, verify, prune "
+                                   "or stats)");
+  const char *sub = argv[1];
+  if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+    cache_usage(stdout);
+    return UQ_EXIT_OK;
+  }
+  enum { LS, VERIFY, PRUNE, STATS } which;
+  if (!strcmp(sub, "ls"))
+    which = LS;
+  else if (!strcmp(sub, "verify"))
+    which = VERIFY;
+  else if (!strcmp(sub, "prune"))
+    which = PRUNE;
+  else if (!strcmp(sub, "stats"))
+    which = STATS;
+  else
+    return uq_cli_usage_error(CMD, "unknown subcommand '%s'", sub);
+
+  const char *dir = NULL;
+  int json = 0, have_max = 0;
+  uint64_t max_size = 0;
+  for (int i = 2; i < argc; i++) {
+    const char *v;
+    int r;
+    if ((r = uq_cli_option(CMD, argc, argv, &i, "--cache-dir", &v)) != 0) {
+      if (r < 0)
+        return UQ_EXIT_USAGE;
+      dir = v;
+      continue;
+    }
+    if (which == PRUNE &&
+        (r = uq_cli_option(CMD, argc, argv, &i, "--max-size", &v)) != 0) {
+      if (r < 0 || uq_tool_parse_size(CMD, "--max-size", v, &max_size) != 0)
+        return UQ_EXIT_USAGE;
+      have_max = 1;
+      continue;
+    }
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      cache_usage(stdout);
+      return UQ_EXIT_OK;
+    }
+    if (!strcmp(argv[i], "--json")) {
+      json = 1;
+      continue;
+    }
+    if (argv[i][0] == '-')
+      return uq_cli_usage_error(CMD, "unknown option '%s' for '%s'", argv[i],
+                                sub);
+    return uq_cli_usage_error(CMD, "unexpected argument '%s'", argv[i]);
+  }
+  if (which == PRUNE && !have_max)
+    return uq_cli_usage_error(CMD, "prune needs --max-size BYTES");
+
+  char *dir_owned = NULL;
+  if (dir == NULL) {
+    int rc = uq_cache_default_dir(&dir_owned);
+    if (rc != 0)
+      return uq_cli_fail(CMD, rc, "no cache directory");
+    dir = dir_owned;
+  }
+  int code = UQ_EXIT_OK;
+  int rc = 0;
+  switch (which) {
+  case LS: {
+    ls_state st = {json, 0};
+    if (json) {
+      printf("{");
+      print_dir_json(dir);
+      printf(", \"entries\": [");
+    }
+    rc = uq_cache_list(dir, ls_visit, &st);
+    if (json)
+      printf("%s]}\n", st.n ? "\n" : "");
+    if (rc != 0)
+      code = uq_cli_fail(CMD, rc, "cannot list the cache");
+    break;
+  }
+  case VERIFY: {
+    uint64_t good = 0, bad = 0;
+    rc = uq_cache_verify(dir, &good, &bad);
+    if (rc != 0) {
+      code = uq_cli_fail(CMD, rc, "cannot verify the cache");
+      break;
+    }
+    if (json) {
+      printf("{");
+      print_dir_json(dir);
+      printf(", \"good\": %" PRIu64 ", \"bad\": %" PRIu64 "}\n", good, bad);
+    } else {
+      printf("%s: %" PRIu64 " good, %" PRIu64 " bad\n", dir, good, bad);
+    }
+    if (bad > 0) {
+      fprintf(stderr,
+              "uqjit cache: %" PRIu64 " bad entr%s (`uqjit cache prune` "
+              "removes them; `uqjit cache ls` names them)\n",
+              bad, bad == 1 ? "y" : "ies");
+      code = UQ_EXIT_FAILURE;
+    }
+    break;
+  }
+  case PRUNE: {
+    uint64_t removed = 0, left = 0;
+    rc = uq_cache_prune(dir, max_size, &removed, &left);
+    if (rc != 0) {
+      code = uq_cli_fail(CMD, rc, "cannot prune the cache");
+      break;
+    }
+    if (json) {
+      printf("{");
+      print_dir_json(dir);
+      printf(", \"removed\": %" PRIu64 ", \"bytes_left\": %" PRIu64 "}\n",
+             removed, left);
+    } else {
+      char h[32];
+      printf("%s: removed %" PRIu64 " file%s, %" PRIu64 " bytes (%s) left\n",
+             dir, removed, removed == 1 ? "" : "s", left,
+             uq_tool_bytes(left, h, sizeof h));
+    }
+    break;
+  }
+  case STATS: {
+    stats_state *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+      code = uq_cli_fail(CMD, UQ_ENOMEM, "out of memory");
+      break;
+    }
+    rc = uq_cache_list(dir, stats_visit, st);
+    if (rc != 0) {
+      code = uq_cli_fail(CMD, rc, "cannot read the cache");
+      free(st);
+      break;
+    }
+    if (json) {
+      printf("{");
+      print_dir_json(dir);
+      printf(", \"entries\": %" PRIu64 ", \"bytes\": %" PRIu64
+             ", \"bad\": %" PRIu64 ", \"targets\": {",
+             st->entries, st->bytes, st->bad);
+      for (size_t i = 0; i < st->n; i++) {
+        printf("%s", i ? ", " : "");
+        uq_cli_json_string(stdout, st->per[i].target);
+        printf(": {\"entries\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
+               st->per[i].entries, st->per[i].bytes);
+      }
+      printf("}}\n");
+    } else {
+      char h[32];
+      printf("cache:    %s\nentries:  %" PRIu64 " (%" PRIu64 " bad)\n"
+             "bytes:    %" PRIu64 " (%s)\n",
+             dir, st->entries, st->bad, st->bytes,
+             uq_tool_bytes(st->bytes, h, sizeof h));
+      for (size_t i = 0; i < st->n; i++)
+        printf("  %-22s %6" PRIu64 " entries %12" PRIu64 " bytes\n",
+               st->per[i].target, st->per[i].entries, st->per[i].bytes);
+    }
+    free(st);
+    break;
+  }
+  }
+  uq_free(dir_owned);
+  return code;
+}

@@ -1,0 +1,305 @@
+/* uqjit dump: the generated source of a shape's kernels (or of named keys),
+ * and with --isa the compiled code object's disassembly and resources. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/cmd_util.h"
+#include "cli/commands.h"
+#include "uqjit.h"
+
+#define CMD "dump"
+#define NAME_LEN 512
+#define MAX_KEYS 16
+
+static void dump_usage(FILE *out) {
+  fprintf(out,
+          "usage: uqjit dump <shape options> [--kind K] [--isa] [options]\n"
+          "       uqjit dump --key NAME [--key NAME ...] [--isa] [options]\n\n"
+          "Prints the generated source of each kernel of a shape's plan (or "
+          "of the\n"
+          "named keys, as `uqjit plan` spells them). With --isa it also "
+          "compiles\n"
+          "each kernel (no GPU needed; the on-disk cache is used) and prints "
+          "the\n"
+          "disassembly and the resource usage (VGPR/SGPR/AGPR or registers, "
+          "LDS /\n"
+          "shared memory, scratch). Without a disassembler the source and the\n"
+          "resource usage are still printed, with a note on stderr.\n\n"
+          "shape options:\n");
+  uq_cli_shape_help(out);
+  fprintf(out,
+          "\nother options:\n"
+          "  --key NAME                 a kernel key name (repeatable); "
+          "replaces the\n"
+          "                             shape options (--target then "
+          "overrides its target)\n"
+          "  --kind K                   decode, reduce, prologue, store or "
+          "all\n"
+          "                             (default all: the plan's kernels)\n"
+          "  --isa                      compile, then print disassembly and "
+          "resources\n"
+          "  --no-source                with --isa: skip the source\n"
+          "  --cache-dir D              cache directory for --isa (default: "
+          "UQJIT_CACHE_DIR,\n"
+          "                             XDG_CACHE_HOME/uqjit, "
+          "~/.cache/uqjit)\n"
+          "  -h, --help                 this help\n");
+}
+
+static void print_count(const char *label, int32_t v, const char *unit) {
+  if (v < 0)
+    printf("  %-10s unknown\n", label);
+  else
+    printf("  %-10s %d%s\n", label, (int)v, unit);
+}
+
+/* The disassembler may read more metadata than the loader did. */
+static void merge_info(uq_code_info *dst, const uq_code_info *src) {
+  if (!dst->isa[0] && src->isa[0])
+    snprintf(dst->isa, sizeof dst->isa, "%s", src->isa);
+  if (!dst->compiler[0] && src->compiler[0])
+    snprintf(dst->compiler, sizeof dst->compiler, "%s", src->compiler);
+#define TAKE(f)                                                             \
+  if (dst->f < 0 && src->f >= 0)                                            \
+    dst->f = src->f;
+  TAKE(vgprs) TAKE(sgprs) TAKE(agprs) TAKE(registers) TAKE(lds_bytes)
+  TAKE(scratch_bytes)
+#undef TAKE
+}
+
+static int is_nvidia(const char *target) {
+  return strncmp(target, "sm_", 3) == 0;
+}
+
+static void print_resources(const char *target, const uq_code_info *info,
+                            size_t object_len) {
+  printf("// ---- resource usage ----\n");
+  printf("  %-10s %s\n", "isa", info->isa[0] ? info->isa : target);
+  printf("  %-10s %s\n", "compiler",
+         info->compiler[0] ? info->compiler : "unknown");
+  printf("  %-10s %zu bytes\n", "object", object_len);
+  if (is_nvidia(target)) {
+    print_count("registers", info->registers, " per thread");
+  } else {
+    print_count("VGPRs", info->vgprs, "");
+    print_count("SGPRs", info->sgprs, "");
+    print_count("AGPRs", info->agprs, "");
+    if (info->registers >= 0)
+      print_count("registers", info->registers, "");
+  }
+  print_count(is_nvidia(target) ? "shared" : "LDS", info->lds_bytes,
+              " bytes");
+  print_count("scratch", info->scratch_bytes,
+              is_nvidia(target) ? " bytes per thread" : " bytes per lane");
+}
+
+typedef struct dump_state {
+  const char *cache_dir;
+  uq_context *ctx;
+  char ctx_target[UQ_TARGET_MAX];
+  int warned_no_disasm;
+} dump_state;
+
+static int ensure_context(dump_state *st, const char *target) {
+  if (st->ctx != NULL && strcmp(st->ctx_target, target) == 0)
+    return 0;
+  uq_context_destroy(st->ctx);
+  st->ctx = NULL;
+  int rc = uq_tool_compile_context(target, st->cache_dir, &st->ctx);
+  if (rc != 0)
+    return rc;
+  snprintf(st->ctx_target, sizeof st->ctx_target, "%s", target);
+  return 0;
+}
+
+static int dump_isa(dump_state *st, const uq_key *key, const char *name) {
+  int rc = ensure_context(st, key->target);
+  if (rc != 0)
+    return uq_cli_fail(CMD, rc, "cannot create a compile context");
+  void *obj = NULL;
+  size_t len = 0;
+  uq_code_info info;
+  rc = uq_code_object(st->ctx, key, &obj, &len, &info);
+  if (rc != 0) {
+    char what[NAME_LEN + 32];
+    snprintf(what, sizeof what, "cannot compile %s", name);
+    return uq_cli_fail(CMD, rc, what);
+  }
+  char *text = NULL;
+  uq_code_info dis;
+  memset(&dis, 0, sizeof dis);
+  dis.vgprs = dis.sgprs = dis.agprs = dis.registers = -1;
+  dis.lds_bytes = dis.scratch_bytes = -1;
+  rc = uq_code_disassemble(key->target, obj, len, &text, &dis);
+  int code = UQ_EXIT_OK;
+  if (rc == 0) {
+    printf("// ---- disassembly of %s ----\n", name);
+    fputs(text, stdout);
+    if (len > 0 && text[0] && text[strlen(text) - 1] != '\n')
+      putchar('\n');
+    merge_info(&info, &dis);
+  } else if (rc == UQ_ENOENT) {
+    if (!st->warned_no_disasm)
+      fprintf(stderr,
+              "uqjit dump: no disassembler found for %s (%s); printing the "
+              "source and resource usage only\n",
+              key->target, uq_last_error());
+    st->warned_no_disasm = 1;
+  } else {
+    code = uq_cli_fail(CMD, rc, "cannot disassemble");
+  }
+  print_resources(key->target, &info, len);
+  uq_free(text);
+  uq_free(obj);
+  return code;
+}
+
+static int kind_from_name(const char *s, uint32_t *kind) {
+  static const char *const names[] = {"all", "decode", "reduce", "prologue",
+                                      "store"};
+  for (uint32_t i = 0; i < 5; i++)
+    if (strcmp(s, names[i]) == 0) {
+      *kind = i; /* 0 = all; the rest equal uq_kernel_kind */
+      return 0;
+    }
+  return -1;
+}
+
+int uq_cmd_dump(int argc, char **argv) {
+  uq_cli_shape in;
+  uq_cli_shape_init(&in);
+  const char *key_names[MAX_KEYS];
+  size_t nkey_names = 0;
+  const char *target = NULL, *cache_dir = NULL, *kind_text = NULL;
+  int isa = 0, no_source = 0;
+  const uq_cli_flag flags[] = {
+      {"--isa", &isa, 1},
+      {"--no-source", &no_source, 1},
+      {NULL, NULL, 0},
+  };
+  const uq_cli_text texts[] = {{"--kind", &kind_text},
+                               {"--cache-dir", &cache_dir},
+                               {NULL, NULL}};
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    int r;
+    /* --target is read here, not by the shape flags, so that it can go
+     * with --key as well. */
+    if ((r = uq_cli_option(CMD, argc, argv, &i, "--target", &v)) != 0) {
+      if (r < 0)
+        return UQ_EXIT_USAGE;
+      if (target != NULL)
+        return uq_cli_usage_error(CMD, "option '--target' given twice");
+      if (!v[0])
+        return uq_cli_usage_error(CMD, "--target: empty target");
+      target = v;
+      continue;
+    }
+    if ((r = uq_cli_option(CMD, argc, argv, &i, "--key", &v)) != 0) {
+      if (r < 0)
+        return UQ_EXIT_USAGE;
+      if (nkey_names == MAX_KEYS)
+        return uq_cli_usage_error(CMD, "at most %d --key options",
+                                  MAX_KEYS);
+      key_names[nkey_names++] = v;
+      continue;
+    }
+    r = uq_cli_shape_command_arg(CMD, &in, texts, flags, dump_usage, argc, argv,
+                                 &i);
+    if (r != UQ_CLI_NEXT)
+      return r;
+  }
+  uint32_t kind = 0;
+  if (kind_text != NULL && kind_from_name(kind_text, &kind) != 0)
+    return uq_cli_usage_error(
+        CMD, "--kind: '%s' is not decode, reduce, prologue, store or all",
+        kind_text);
+  if (no_source && !isa)
+    return uq_cli_usage_error(CMD, "--no-source needs --isa");
+
+  uq_key keys[MAX_KEYS];
+  size_t nkeys = 0;
+  if (nkey_names > 0) {
+    if (in.seen != 0)
+      return uq_cli_usage_error(CMD, "--key replaces the shape options");
+    if (kind_text != NULL)
+      return uq_cli_usage_error(CMD, "--key names its own kind: drop --kind");
+    for (size_t k = 0; k < nkey_names; k++) {
+      int rc = uq_key_parse(key_names[k], &keys[nkeys]);
+      if (rc != 0)
+        return uq_cli_fail(CMD, rc, "cannot parse --key");
+      if (target != NULL) {
+        /* Taken as given: the library refuses a non-canonical spelling. */
+        memset(keys[nkeys].target, 0, sizeof keys[nkeys].target);
+        snprintf(keys[nkeys].target, sizeof keys[nkeys].target, "%s",
+                 target);
+      }
+      nkeys++;
+    }
+  } else {
+    if (uq_cli_shape_finish(CMD, &in) != 0)
+      return UQ_EXIT_USAGE;
+    uq_plan plan;
+    int rc = uq_plan_make(&in.shape, target, &plan);
+    if (rc != 0)
+      return uq_cli_fail(CMD, rc, "cannot plan this shape");
+    if (!plan.eligible) {
+      fprintf(stderr, "uqjit dump: the shape is not eligible: %s\n",
+              plan.reason);
+      return UQ_EXIT_FAILURE;
+    }
+    if (kind == UQ_KERNEL_STORE) {
+      rc = uq_store_key(in.shape.head_dim, in.shape.num_kv_heads,
+                        plan.padded_slot, in.shape.q_dtype,
+                        plan.kernels[0].target, &keys[nkeys]);
+      if (rc != 0)
+        return uq_cli_fail(CMD, rc, "cannot make the store key");
+      nkeys++;
+    } else {
+      for (int k = 0; k < plan.num_kernels; k++)
+        if (kind == 0 || plan.kernels[k].kind == kind)
+          keys[nkeys++] = plan.kernels[k];
+      if (nkeys == 0) {
+        fprintf(stderr,
+                "uqjit dump: the plan has no %s kernel (the query rotation "
+                "is fused into the decode kernel)\n",
+                kind_text);
+        return UQ_EXIT_FAILURE;
+      }
+    }
+  }
+
+  dump_state st;
+  memset(&st, 0, sizeof st);
+  st.cache_dir = cache_dir;
+  int code = UQ_EXIT_OK;
+  for (size_t k = 0; k < nkeys && code == UQ_EXIT_OK; k++) {
+    char name[NAME_LEN];
+    int len = uq_key_name(&keys[k], name, sizeof name);
+    if (len < 0) {
+      code = uq_cli_fail(CMD, len, "cannot name a kernel");
+      break;
+    }
+    printf("%s// ==== %s kernel: %s ====\n", k ? "\n" : "",
+           uq_cli_kind_name(keys[k].kind), name);
+    if (!no_source) {
+      char *src = NULL;
+      size_t n = 0;
+      int rc = uq_kernel_source(&keys[k], &src, &n);
+      if (rc != 0) {
+        code = uq_cli_fail(CMD, rc, "cannot generate the source");
+        break;
+      }
+      fwrite(src, 1, n, stdout);
+      if (n > 0 && src[n - 1] != '\n')
+        putchar('\n');
+      uq_free(src);
+    }
+    if (isa)
+      code = dump_isa(&st, &keys[k], name);
+  }
+  uq_context_destroy(st.ctx);
+  return code;
+}

@@ -1,0 +1,298 @@
+/* Cache maintenance (uqjit cache ls / verify / prune): walks
+ * <dir>/v1/<target>/<2 hex>/ and checks every entry the way a reader does,
+ * plus the one thing a reader cannot see: that the file sits under the
+ * name of its own key and target. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/cache/cache.h"
+#include "lib/base/alloc.h"
+#include "lib/base/error.h"
+#include "uqjit.h"
+
+/* A temporary file younger than this may belong to a live writer. */
+#define UQ__CACHE_PRUNE_TEMP_SECONDS 60
+
+typedef struct walk_item {
+  const char *path;
+  int hexfd;          /* directory holding `name` */
+  const char *name;
+  const struct stat *st;
+  int is_temp;
+  int valid;          /* entries only */
+  const char *target; /* from the header, "" when it did not parse */
+} walk_item;
+
+/* Returns non-zero to stop the walk (passed through), or a negative status. */
+typedef int (*walk_fn)(void *user, const walk_item *item);
+
+static DIR *open_sub(int parent, const char *name) {
+  int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  DIR *d = fdopendir(fd);
+  if (d == NULL)
+    close(fd);
+  return d;
+}
+
+static int visit_file(const char *root, const char *tname, const char *hname,
+                      int hexfd, const char *fname, walk_fn fn, void *user) {
+  char path[PATH_MAX];
+  struct stat st;
+  uq__cache_entry_info info;
+  walk_item it;
+  int n = snprintf(path, sizeof path, "%s/v1/%s/%s/%s", root, tname, hname,
+                   fname);
+  if (n < 0 || (size_t)n >= sizeof path)
+    return 0;
+  memset(&it, 0, sizeof it);
+  it.path = path;
+  it.hexfd = hexfd;
+  it.name = fname;
+  it.st = &st;
+  it.target = "";
+  if (uq__cache_is_temp_name(fname)) {
+    if (fstatat(hexfd, fname, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode))
+      return 0;
+    it.is_temp = 1;
+    return fn(user, &it);
+  }
+  uq__digest want;
+  if (uq__cache_digest_from_names(hname, fname, &want) != 0)
+    return 0; /* not ours */
+  int fd = openat(hexfd, fname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return 0; /* raced with a remover, or not a regular file */
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return 0;
+  }
+  memset(&info, 0, sizeof info);
+  int rc = uq__cache_read_entry(fd, NULL, &want, NULL, NULL, &info);
+  close(fd);
+  if (rc == UQ_ENOMEM || rc == UQ_EIO)
+    return uq__errorf(rc, "cache: reading %s failed", path);
+  it.target = info.target;
+  it.valid = rc == 0;
+  if (it.valid) {
+    char tdir[UQ__CACHE_TARGET_FIELD];
+    it.valid = uq__cache_target_dirname(info.target, tdir) == 0 &&
+               strcmp(tdir, tname) == 0;
+    uq__error_clear();
+  }
+  return fn(user, &it);
+}
+
+static int walk(const char *dir, walk_fn fn, void *user) {
+  char *root = NULL;
+  DIR *v1 = NULL;
+  int rootfd = -1, rc = uq__cache_resolve_dir(dir, &root);
+  if (rc != 0)
+    return rc;
+  rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0) {
+    rc = uq__errorf(errno == ENOENT ? UQ_ENOENT : UQ_EIO,
+                    "cache directory %s: %s", root, strerror(errno));
+    goto done;
+  }
+  v1 = open_sub(rootfd, "v1");
+  if (v1 == NULL)
+    goto done; /* an empty cache */
+  struct dirent *te;
+  while (rc == 0 && (te = readdir(v1)) != NULL) {
+    if (te->d_name[0] == '.')
+      continue;
+    DIR *td = open_sub(dirfd(v1), te->d_name);
+    if (td == NULL)
+      continue;
+    struct dirent *he;
+    while (rc == 0 && (he = readdir(td)) != NULL) {
+      if (he->d_name[0] == '.' || strlen(he->d_name) != 2)
+        continue;
+      DIR *hd = open_sub(dirfd(td), he->d_name);
+      if (hd == NULL)
+        continue;
+      struct dirent *fe;
+      while (rc == 0 && (fe = readdir(hd)) != NULL) {
+        if (strcmp(fe->d_name, ".") == 0 || strcmp(fe->d_name, "..") == 0)
+          continue;
+        rc = visit_file(root, te->d_name, he->d_name, dirfd(hd), fe->d_name,
+                        fn, user);
+      }
+      closedir(hd);
+    }
+    closedir(td);
+  }
+done:
+  if (v1 != NULL)
+    closedir(v1);
+  if (rootfd >= 0)
+    close(rootfd);
+  uq__free(root);
+  return rc;
+}
+
+/* ---- list ---------------------------------------------------------------- */
+
+typedef struct list_ctx {
+  uq_cache_visit_fn visit;
+  void *user;
+} list_ctx;
+
+static int list_one(void *user, const walk_item *it) {
+  list_ctx *lc = user;
+  if (it->is_temp)
+    return 0;
+  uq_cache_entry e;
+  memset(&e, 0, sizeof e);
+  e.path = it->path;
+  e.target = it->target;
+  e.size = (uint64_t)it->st->st_size;
+  e.mtime = (int64_t)it->st->st_mtime;
+  e.valid = it->valid;
+  /* A positive value stops the walk without looking like a failure. */
+  return lc->visit(lc->user, &e) != 0 ? 1 : 0;
+}
+
+int uq_cache_list(const char *dir, uq_cache_visit_fn visit, void *user) {
+  uq__error_clear();
+  if (visit == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_cache_list: visit is NULL");
+  list_ctx lc = {visit, user};
+  int rc = walk(dir, list_one, &lc);
+  return rc > 0 ? 0 : rc;
+}
+
+/* ---- verify -------------------------------------------------------------- */
+
+typedef struct verify_ctx {
+  uint64_t good, bad;
+} verify_ctx;
+
+static int verify_one(void *user, const walk_item *it) {
+  verify_ctx *vc = user;
+  if (!it->is_temp) {
+    if (it->valid)
+      vc->good++;
+    else
+      vc->bad++;
+  }
+  return 0;
+}
+
+int uq_cache_verify(const char *dir, uint64_t *good, uint64_t *bad) {
+  uq__error_clear();
+  verify_ctx vc = {0, 0};
+  int rc = walk(dir, verify_one, &vc);
+  if (good != NULL)
+    *good = vc.good;
+  if (bad != NULL)
+    *bad = vc.bad;
+  return rc;
+}
+
+/* ---- prune --------------------------------------------------------------- */
+
+typedef struct kept {
+  char *path;
+  uint64_t size;
+  struct timespec mtime;
+} kept;
+
+typedef struct prune_ctx {
+  kept *items;
+  size_t n, cap;
+  uint64_t removed;
+  time_t now;
+} prune_ctx;
+
+static int prune_one(void *user, const walk_item *it) {
+  prune_ctx *pc = user;
+  if (it->is_temp) {
+    if (pc->now - it->st->st_mtime > UQ__CACHE_PRUNE_TEMP_SECONDS &&
+        unlinkat(it->hexfd, it->name, 0) == 0)
+      pc->removed++;
+    return 0;
+  }
+  if (!it->valid) {
+    if (unlinkat(it->hexfd, it->name, 0) == 0)
+      pc->removed++;
+    return 0;
+  }
+  if (pc->n == pc->cap) {
+    size_t cap = pc->cap ? 2 * pc->cap : 64;
+    kept *grown = uq__realloc(pc->items, cap * sizeof *grown);
+    if (grown == NULL)
+      return uq__errorf(UQ_ENOMEM, "uq_cache_prune: out of memory");
+    pc->items = grown;
+    pc->cap = cap;
+  }
+  char *p = uq__strdup(it->path);
+  if (p == NULL)
+    return uq__errorf(UQ_ENOMEM, "uq_cache_prune: out of memory");
+  kept *k = &pc->items[pc->n++];
+  k->path = p;
+  k->size = (uint64_t)it->st->st_size;
+  k->mtime = it->st->st_mtim;
+  return 0;
+}
+
+/* Oldest first; ties by path so the order is reproducible. */
+static int by_age(const void *a, const void *b) {
+  const kept *x = a, *y = b;
+  if (x->mtime.tv_sec != y->mtime.tv_sec)
+    return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+  if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+    return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+  return strcmp(x->path, y->path);
+}
+
+int uq_cache_prune(const char *dir, uint64_t max_bytes, uint64_t *removed,
+                   uint64_t *bytes_left) {
+  uq__error_clear();
+  prune_ctx pc;
+  memset(&pc, 0, sizeof pc);
+  pc.now = time(NULL);
+  uint64_t total = 0;
+  int rc = walk(dir, prune_one, &pc);
+  if (rc != 0)
+    goto done;
+  for (size_t i = 0; i < pc.n; i++)
+    total += pc.items[i].size;
+  if (pc.n > 1) /* qsort's base must not be NULL, even for no items */
+    qsort(pc.items, pc.n, sizeof *pc.items, by_age);
+  for (size_t i = 0; i < pc.n && total > max_bytes; i++) {
+    if (unlink(pc.items[i].path) == 0) {
+      pc.removed++;
+      total -= pc.items[i].size;
+    } else if (errno == ENOENT) {
+      total -= pc.items[i].size; /* someone else removed it */
+    }
+  }
+done:
+  for (size_t i = 0; i < pc.n; i++)
+    uq__free(pc.items[i].path);
+  uq__free(pc.items);
+  if (removed != NULL)
+    *removed = pc.removed;
+  if (bytes_left != NULL)
+    *bytes_left = total;
+  return rc;
+}
+
+int uq_cache_default_dir(char **dir) {
+  uq__error_clear();
+  if (dir == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_cache_default_dir: dir is NULL");
+  return uq__cache_resolve_dir(NULL, dir);
+}

@@ -1,0 +1,36 @@
+/* Compilers behind one interface. Each is found at first use (dlopen, or a
+ * clang spawned without a shell), never linked. */
+#ifndef UQ_COMPILER_H
+#define UQ_COMPILER_H
+
+#include <stddef.h>
+
+#include "lib/codegen/emit.h"
+
+typedef struct uq__compiler uq__compiler;
+
+/* The compiler for a canonical target: NVRTC for sm_NN; for gfxNNN hipRTC
+ * where it serves that target (Debian's ROCm 5.2 hipRTC: gfx90a) else
+ * offline clang; UQJIT_AMD_COMPILER=clang|hiprtc overrides. Compilers are
+ * process-wide singletons (never freed). UQ_ENOCOMPILER with what was looked
+ * for, and the variable that overrides it, in uq_last_error(). */
+int uq__compiler_for_target(const char *target, const uq__compiler **out);
+
+/* The route uq__compiler_for_target would pick, without loading anything
+ * that is not needed to decide (used to emit a source for dump). */
+uq__route uq__route_for_target(const char *target);
+
+uq__route uq__compiler_route(const uq__compiler *cc);
+/* Name and full version, e.g. "nvrtc 13.0" or "clang 22.0.0 (/usr/bin/clang-22)". */
+const char *uq__compiler_identity(const uq__compiler *cc);
+/* The options it passes for `target`, as one string (part of the cache key). */
+const char *uq__compiler_options(const uq__compiler *cc, const char *target);
+
+/* Compiles `src` for `target` into a loadable code object (cubin for NVIDIA,
+ * an ELF code object for AMD). *obj (caller frees with uq__free). On
+ * UQ_ECOMPILE the log is in uq_last_error(). Thread-safe. */
+int uq__compiler_compile(const uq__compiler *cc, const char *target,
+                         const char *src, size_t len, const char *name,
+                         void **obj, size_t *obj_len);
+
+#endif

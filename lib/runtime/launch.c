@@ -1,0 +1,329 @@
+/* The launch paths: uq_decode (prologue when not fused, decode, reduce) and
+ * uq_store.
+ *
+ * Everything is validated before anything is launched. On a table hit the
+ * path allocates nothing, takes no lock and makes no synchronous runtime
+ * call, so a decode can be captured into a CUDA/HIP graph: the only runtime
+ * calls are cuCtxSetCurrent (hipSetDevice) and the launches.
+ *
+ * Alignments required (documented in the errors): query and out 16 bytes
+ * (the kernels load 8 bf16/fp16 at a time; a fused query's rows must then
+ * start 16-byte aligned too, so stride_q_seq * element size must be a
+ * multiple of 16), kv_cache 16, block_table and seq_lens 4, workspace 256.
+ *
+ * What cannot be checked without reading device memory: seq_lens[b] <=
+ * max_blocks_per_seq * block_size and block_table[b][i] < num_blocks. The
+ * kernels clamp a sequence length to the block table's span; block table
+ * entries are trusted, as in vLLM. */
+#include <stdint.h>
+#include <string.h>
+
+#include "templates/common/uq_abi.h"
+#include "lib/runtime/context.h"
+#include "lib/base/env.h"
+#include "lib/base/error.h"
+#include "lib/format/format.h"
+
+/* The last plan of this thread: repeated decodes of one shape on one
+ * context (the serving loop) skip planning and the table lookups. Keyed by
+ * the context's id (never reused, unlike its address), the shape's bytes
+ * and the UQJIT_VARIANT setting the plan depends on. Entries stay valid
+ * until the context is destroyed, and a destroyed context's id never
+ * matches again. */
+typedef struct plan_cache {
+  uint64_t ctx_id;
+  uq_shape shape;
+  char variant[16];
+  uq_plan plan;
+  uq__entry *decode, *reduce, *prologue;
+} plan_cache;
+
+static _Thread_local plan_cache tls_plan;
+
+static int misaligned(const void *p, uintptr_t align) {
+  return ((uintptr_t)p & (align - 1)) != 0;
+}
+
+/* Read on every call, hit or miss: uq_plan_make honours UQJIT_VARIANT per
+ * call, callers may switch it between calls on one context
+ * (tests/gpu_decode.c does), and the environment gives no change signal to
+ * cache against. One getenv scan costs tens of nanoseconds, next to
+ * microseconds of launches. */
+static void variant_setting(char out[16]) {
+  const char *v = uq__env_get(UQ__ENV_VARIANT);
+  memset(out, 0, 16);
+  if (v != NULL)
+    strncpy(out, v, 15);
+}
+
+/* Finds (builds, loads) every kernel of the plan in pc. */
+static int prepare(uq_context *ctx, plan_cache *pc) {
+  const uq_plan *plan = &pc->plan;
+  int rc;
+  pc->decode = pc->reduce = pc->prologue = NULL;
+  for (int i = 0; i < plan->num_kernels; i++) {
+    uq__entry *e;
+    rc = uq__context_kernel(ctx, &plan->kernels[i], &e);
+    if (rc != 0)
+      return rc;
+    switch (plan->kernels[i].kind) {
+    case UQ_KERNEL_DECODE:
+      pc->decode = e;
+      break;
+    case UQ_KERNEL_REDUCE:
+      pc->reduce = e;
+      break;
+    case UQ_KERNEL_PROLOGUE:
+      pc->prologue = e;
+      break;
+    default:
+      break;
+    }
+  }
+  if (pc->decode == NULL || pc->reduce == NULL ||
+      (!plan->fuse_qrot && pc->prologue == NULL))
+    return uq__errorf(UQ_EINVAL, "the plan lacks a decode/reduce/prologue key");
+  return 0;
+}
+
+static int check_decode_args(const uq_shape *shape, const uq_plan *plan,
+                             const uq_decode_args *args, void *workspace,
+                             size_t workspace_bytes) {
+  if (args->query == NULL || args->kv_cache == NULL ||
+      args->block_table == NULL || args->seq_lens == NULL || args->out == NULL)
+    return uq__errorf(UQ_EINVAL,
+                      "uq_decode: query, kv_cache, block_table, seq_lens and "
+                      "out must not be NULL");
+  if (misaligned(args->query, 16) || misaligned(args->out, 16) ||
+      misaligned(args->kv_cache, 16))
+    return uq__errorf(UQ_EALIGN,
+                      "uq_decode: query (%p), out (%p) and kv_cache (%p) "
+                      "must be 16-byte aligned",
+                      args->query, args->out, (const void *)args->kv_cache);
+  if (misaligned(args->block_table, 4) || misaligned(args->seq_lens, 4))
+    return uq__errorf(UQ_EALIGN,
+                      "uq_decode: block_table and seq_lens must be 4-byte "
+                      "aligned");
+  if (plan->fuse_qrot) {
+    int64_t row_bytes = plan->kernels[0].stride_q_seq * 2;
+    if (row_bytes % 16 != 0)
+      return uq__errorf(UQ_EALIGN,
+                        "uq_decode: query rows %lld elements apart are not "
+                        "16-byte aligned",
+                        (long long)plan->kernels[0].stride_q_seq);
+  }
+  if (plan->workspace_bytes > 0 && workspace == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_decode: workspace is NULL (%zu bytes "
+                                 "needed)",
+                      plan->workspace_bytes);
+  if (misaligned(workspace, 256))
+    return uq__errorf(UQ_EALIGN, "uq_decode: workspace %p is not 256-byte "
+                                 "aligned",
+                      workspace);
+  if (workspace_bytes < plan->workspace_bytes)
+    return uq__errorf(UQ_EINVAL,
+                      "uq_decode: workspace of %zu bytes, %zu needed",
+                      workspace_bytes, plan->workspace_bytes);
+  if (args->num_blocks <= 0)
+    return uq__errorf(UQ_EINVAL, "uq_decode: num_blocks %lld must be > 0",
+                      (long long)args->num_blocks);
+  int64_t per_block = (int64_t)shape->block_size * shape->num_kv_heads *
+                      plan->padded_slot;
+  if (args->num_blocks > INT64_MAX / per_block)
+    return uq__errorf(UQ_EOVERFLOW,
+                      "uq_decode: %lld blocks of %lld bytes overflow",
+                      (long long)args->num_blocks, (long long)per_block);
+  return 0;
+}
+
+int uq_decode(uq_context *ctx, const uq_shape *shape,
+              const uq_decode_args *args, void *workspace,
+              size_t workspace_bytes, void *stream) {
+  uq__error_clear();
+  if (ctx == NULL || shape == NULL || args == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_decode: ctx, shape and args must not be "
+                                 "NULL");
+  if (ctx->device < 0)
+    return uq__errorf(UQ_ENODEV, "uq_decode: the context has no device");
+
+  plan_cache *pc = &tls_plan;
+  char variant[16];
+  variant_setting(variant);
+  int cached = pc->ctx_id == ctx->id &&
+               memcmp(&pc->shape, shape, sizeof *shape) == 0 &&
+               memcmp(pc->variant, variant, sizeof variant) == 0;
+  int rc;
+  if (!cached) {
+    /* Validate what planning does not, before a compile can start. */
+    pc->ctx_id = 0;
+    uq_plan plan;
+    rc = uq_plan_make(shape, ctx->target, &plan);
+    if (rc != 0)
+      return rc;
+    if (!plan.eligible)
+      return uq__errorf(UQ_EUNSUPPORTED, "%s", plan.reason);
+    rc = check_decode_args(shape, &plan, args, workspace, workspace_bytes);
+    if (rc != 0)
+      return rc;
+    memcpy(&pc->plan, &plan, sizeof plan);
+  } else {
+    rc = check_decode_args(shape, &pc->plan, args, workspace,
+                           workspace_bytes);
+    if (rc != 0)
+      return rc;
+  }
+
+  const uq__platform *pf;
+  uq__pdev *dev;
+  rc = uq__context_device(ctx, &pf, &dev);
+  if (rc != 0)
+    return rc;
+  rc = pf->make_current(dev);
+  if (rc != 0)
+    return rc;
+
+  if (cached) {
+    uq__table_note_hits(ctx->table, (uint64_t)pc->plan.num_kernels);
+  } else {
+    rc = prepare(ctx, pc);
+    if (rc != 0)
+      return rc;
+    memcpy(&pc->shape, shape, sizeof *shape);
+    memcpy(pc->variant, variant, sizeof variant);
+    pc->ctx_id = ctx->id;
+    /* Compiling or loading may have switched this thread's context. */
+    rc = pf->make_current(dev);
+    if (rc != 0)
+      return rc;
+  }
+
+  const uq_plan *plan = &pc->plan;
+  unsigned char *ws = workspace;
+  int batch = shape->batch;
+
+  if (!plan->fuse_qrot) {
+    uq_prologue_params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.query = args->query;
+    pp.q_rot = (float *)(ws + plan->ws_q_rot);
+    pp.stride_seq = plan->kernels[0].stride_q_seq;
+    pp.stride_head = plan->kernels[0].stride_q_head;
+    pp.batch = batch;
+    pp.num_q_heads = shape->num_q_heads;
+    rc = pf->launch(pc->prologue->function, plan->prologue_grid,
+                    pc->prologue->block_threads, &pp, stream);
+    if (rc != 0)
+      return rc;
+  }
+
+  uq_decode_params dp;
+  memset(&dp, 0, sizeof dp);
+  dp.query = plan->fuse_qrot ? args->query : (const void *)(ws + plan->ws_q_rot);
+  dp.kv_cache = args->kv_cache;
+  dp.block_table = args->block_table;
+  dp.seq_lens = args->seq_lens;
+  dp.segm_out = ws + plan->ws_segm_out;
+  dp.segm_max = (float *)(ws + plan->ws_segm_max);
+  dp.segm_sum = (float *)(ws + plan->ws_segm_sum);
+  dp.batch = batch;
+  /* The generated kernel's own contract (equal to plan->block_threads). */
+  rc = pf->launch(pc->decode->function, plan->decode_grid,
+                  pc->decode->block_threads, &dp, stream);
+  if (rc != 0)
+    return rc;
+
+  uq_reduce_params rp;
+  memset(&rp, 0, sizeof rp);
+  rp.segm_out = dp.segm_out;
+  rp.segm_max = dp.segm_max;
+  rp.segm_sum = dp.segm_sum;
+  rp.out = args->out;
+  rp.batch = batch;
+  /* Where the target has programmatic dependent launch, the reduce's
+   * launch and start-up overlap the decode's tail; it waits for the
+   * decode in device code (reduce.hip: uq_grid_wait). */
+  if (pf->launch_dependent != NULL && uq__target_dependent_launch(&ctx->tinfo))
+    return pf->launch_dependent(pc->reduce->function, plan->reduce_grid,
+                                pc->reduce->block_threads, &rp, stream);
+  return pf->launch(pc->reduce->function, plan->reduce_grid,
+                    pc->reduce->block_threads, &rp, stream);
+}
+
+int uq_store(uq_context *ctx, const uq_store_args *args, void *stream) {
+  uq__error_clear();
+  if (ctx == NULL || args == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_store: ctx and args must not be NULL");
+  if (ctx->device < 0)
+    return uq__errorf(UQ_ENODEV, "uq_store: the context has no device");
+  size_t esize = uq__dtype_size(args->dtype);
+  if (esize == 0)
+    return uq__errorf(UQ_EINVAL, "uq_store: dtype %d is not bf16, fp16 or "
+                                 "fp32",
+                      (int)args->dtype);
+  if (args->num_tokens < 0 || args->num_tokens > INT32_MAX)
+    return uq__errorf(UQ_EINVAL, "uq_store: num_tokens %lld out of range",
+                      (long long)args->num_tokens);
+  if (args->block_size <= 0 || args->num_blocks <= 0 ||
+      args->num_kv_heads <= 0)
+    return uq__errorf(UQ_EINVAL,
+                      "uq_store: block_size %d, num_blocks %lld and "
+                      "num_kv_heads %d must be > 0",
+                      (int)args->block_size, (long long)args->num_blocks,
+                      (int)args->num_kv_heads);
+  uq_key key;
+  int rc = uq_store_key(args->head_dim, args->num_kv_heads, args->padded_slot,
+                        args->dtype, ctx->target, &key);
+  if (rc != 0)
+    return rc;
+  if (args->num_tokens == 0)
+    return 0;
+  if (args->k == NULL || args->v == NULL || args->slot_mapping == NULL ||
+      args->kv_cache == NULL)
+    return uq__errorf(UQ_EINVAL,
+                      "uq_store: k, v, slot_mapping and kv_cache must not be "
+                      "NULL");
+  if (misaligned(args->k, esize) || misaligned(args->v, esize) ||
+      misaligned(args->slot_mapping, 8) || misaligned(args->kv_cache, 16))
+    return uq__errorf(UQ_EALIGN,
+                      "uq_store: k and v must be aligned to their element "
+                      "size, slot_mapping to 8 and kv_cache to 16 bytes");
+  int64_t hd = (int64_t)args->num_kv_heads * args->head_dim;
+  int64_t per_block = (int64_t)args->block_size * args->num_kv_heads *
+                      key.padded_slot;
+  if (args->num_blocks > INT64_MAX / per_block)
+    return uq__errorf(UQ_EOVERFLOW, "uq_store: %lld blocks overflow",
+                      (long long)args->num_blocks);
+  if (args->k_stride_token < 0 || args->k_stride_head < 0 ||
+      args->v_stride_token < 0 || args->v_stride_head < 0)
+    return uq__errorf(UQ_EINVAL, "uq_store: negative stride");
+
+  uq_store_params sp;
+  memset(&sp, 0, sizeof sp);
+  sp.k = args->k;
+  sp.v = args->v;
+  sp.slot_mapping = (const long long *)args->slot_mapping;
+  sp.kv_cache = args->kv_cache;
+  sp.k_stride_token = args->k_stride_token ? args->k_stride_token : hd;
+  sp.k_stride_head = args->k_stride_head ? args->k_stride_head
+                                         : args->head_dim;
+  sp.v_stride_token = args->v_stride_token ? args->v_stride_token : hd;
+  sp.v_stride_head = args->v_stride_head ? args->v_stride_head
+                                         : args->head_dim;
+  sp.num_tokens = args->num_tokens;
+  sp.num_slots = args->num_blocks * args->block_size;
+
+  const uq__platform *pf;
+  uq__pdev *dev;
+  rc = uq__context_device(ctx, &pf, &dev);
+  if (rc != 0)
+    return rc;
+  uq__entry *e;
+  rc = uq__context_kernel(ctx, &key, &e);
+  if (rc == 0)
+    rc = pf->make_current(dev);
+  if (rc != 0)
+    return rc;
+  const uint32_t grid[3] = {(uint32_t)args->num_tokens,
+                            (uint32_t)args->num_kv_heads, 1};
+  return pf->launch(e->function, grid, e->block_threads, &sp, stream);
+}

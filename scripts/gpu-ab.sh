@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# A/B of kernel template variants in one device call. Each directory under
+# $UQ_AB_DIR (default ab/, untracked, so it travels with the working tree
+# and never lands) holds replacement files for templates/ (same sub-
+# folders); for each, in
+# name order and for UQ_AB_ROUNDS rounds (default 1; rounds interleave the
+# variants, so that drift of the GPU's clock spreads over all of them):
+# copy its files over templates/, rebuild uqjit, and run uqjit bench on
+# the A/B shapes with every result checked against the double reference
+# (--check-seqs 1) and a cache directory of its own. templates/ is
+# restored at the end. A variant that does not build is reported and
+# skipped; a failed bench or reference check is reported with its log's
+# tail. Then, per variant and shape, the median of its rounds.
+#
+# Environment: UQ_AB_DIR, UQ_AB_ROUNDS, UQ_AB_SHAPES (bench arguments,
+# ';'-separated; default below), UQ_AB_S (seconds for all the benches,
+# default 420), plus gpu-env.sh's OUT and UQ_GPU_BUILD. Builds with
+# scripts/gpu-check.sh (no suites) when the build is missing. Carry .deps.
+set -u
+# shellcheck source=scripts/gpu-env.sh
+. "$(dirname "$0")/gpu-env.sh"
+t0=$(date +%s)
+say() { printf '== %s (%s s)\n' "$*" "$(($(date +%s) - t0))"; }
+dir=${UQ_AB_DIR:-ab}
+rounds=${UQ_AB_ROUNDS:-1}
+deadline=$((t0 + ${UQ_AB_S:-420}))
+shapes=${UQ_AB_SHAPES:-"--batch 16 --seq 128k --heads 1:16 --iters 20 --warmup 3;\
+--batch 64 --seq 16k --heads 1:16 --iters 20 --warmup 3;\
+--batch 4 --seq 2k --heads 1:16 --iters 50 --warmup 5"}
+[ -d "$dir" ] || { echo "gpu-ab: no variant directory $dir" >&2; exit 2; }
+
+if [ ! -x "$B" ]; then
+  say "build (gpu-check.sh, no suites)"
+  UQ_GPU_BUILD=$build UQ_GPU_SUITES=none OUT=$OUT bash scripts/gpu-check.sh >"$OUT/ab-build.log" 2>&1
+  echo "gpu-check rc=$?"
+fi
+uq_runtime_libs
+orig=$(mktemp -d)
+cp -a templates/. "$orig"/
+restore() {
+  cp -a "$orig"/. templates/
+  rm -rf "$orig"
+  ninja -C "$build" >/dev/null 2>&1
+}
+trap restore EXIT
+
+IFS=';' read -r -a shape_args <<<"$shapes"
+res=$OUT/ab-results.txt
+: >"$res"
+for ((round = 1; round <= rounds; ++round)); do
+  for v in "$dir"/*/; do
+    v=${v%/}
+    name=${v##*/}
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "gpu-ab: out of time before $name"; break 2; }
+    cp -a "$orig"/. templates/
+    cp -a "$v"/. templates/
+    if ! ninja -C "$build" >"$OUT/ab-ninja-$name.log" 2>&1; then
+      echo "gpu-ab: $name does not build"; tail -5 "$OUT/ab-ninja-$name.log"; continue
+    fi
+    for args in "${shape_args[@]}"; do
+      say "$name round $round: $args"
+      # shellcheck disable=SC2086
+      UQJIT_CACHE_DIR=/tmp/uqjit-ab-$name timeout 90 "$B" bench $args --no-overhead \
+        --check-seqs 1 >"$OUT/ab-run.log" 2>&1
+      rc=$?
+      cat "$OUT/ab-run.log" >>"$OUT/ab-$name.log"
+      [ "$rc" = 0 ] || { echo "rc=$rc"; tail -3 "$OUT/ab-run.log"; }
+      # B seq Hk QG P rot eager graph chain KV GB/s %copy rel_l2: one line
+      # per shape.
+      grep -E '^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ ' "$OUT/ab-run.log" |
+        awk -v n="$name" '{ printf "%s %s/%s/%s:%s %s %s %s %s\n", n, $1, $2, $3, $4, $7, $8, $9, $13 }' |
+        tee -a "$res"
+    done
+  done
+done
+
+say "medians (variant shape eager_us graph_us chain_us) over $rounds round(s)"
+python3 - "$res" <<'PY'
+import collections, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) >= 5:
+        runs[(f[0], f[1])].append(f[2:5])
+med = lambda xs: statistics.median(float(x) for x in xs) if all(x != "-" for x in xs) else float("nan")
+for (name, shape), rs in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+    cols = " ".join(f"{med([r[c] for r in rs]):9.2f}" for c in range(3))
+    print(f"{shape:18s} {name:10s} {cols}  ({len(rs)} runs)")
+PY
