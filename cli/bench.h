@@ -1,14 +1,14 @@
 /* The GPU side of `uqjit bench`: one shape's buffers (rotated KV caches
  * and block tables), its correctness check and its timings. */
-#ifndef UQ_TOOLS_BENCH_H
-#define UQ_TOOLS_BENCH_H
+#ifndef CLI_BENCH_H
+#define CLI_BENCH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "uqjit.h"
 
-typedef struct uq_bench_opts {
+typedef struct cli_bench_opts {
   int iters, warmup;
   int graph;             /* 1 on, 0 off, -1 auto (small shapes) */
   int chain;             /* steps per graph for the chained time (0: none) */
@@ -16,10 +16,10 @@ typedef struct uq_bench_opts {
   uint64_t max_mem;      /* device memory cap for one shape */
   int check_seqs;        /* sequences checked against the reference (0: none) */
   uint64_t seed;
-} uq_bench_opts;
+} cli_bench_opts;
 
 /* One shape's buffers on the device. */
-typedef struct uq_bench_shape {
+typedef struct cli_bench_shape {
   uq_shape shape;
   uq_plan plan;
   int32_t seq;            /* every sequence's length */
@@ -31,9 +31,9 @@ typedef struct uq_bench_shape {
   int64_t pool_blocks;
   int32_t *base_table;    /* [B, max_blocks_per_seq] into [0, blocks_per_copy) */
   uint16_t *host_query;
-} uq_bench_shape;
+} cli_bench_shape;
 
-typedef struct uq_bench_result {
+typedef struct cli_bench_result {
   int skipped;
   char note[160];
   double eager_us, graph_us; /* medians; < 0 when not measured */
@@ -41,21 +41,21 @@ typedef struct uq_bench_result {
   double rel_l2;             /* < 0 when not checked */
   size_t nonfinite;
   uint64_t kv_bytes, io_bytes, ws_bytes, device_bytes;
-} uq_bench_result;
+} cli_bench_result;
 
 /* Device bytes one shape with `rotations` copies needs. */
-uint64_t uq_bench_bytes(const uq_shape *s, const uq_plan *p, int rotations);
+uint64_t cli_bench_bytes(const uq_shape *s, const uq_plan *p, int rotations);
 /* Allocates and fills buffers. UQ_* status (library error set); on failure
- * the caller reports, then calls uq_bench_teardown (which clears it). */
-int uq_bench_setup(uq_context *ctx, uq_bench_shape *b, const uq_shape *s,
+ * the caller reports, then calls cli_bench_teardown (which clears it). */
+int cli_bench_setup(uq_context *ctx, cli_bench_shape *b, const uq_shape *s,
                    const uq_plan *plan, int32_t seq, int rotations,
                    uint64_t seed);
-void uq_bench_teardown(uq_context *ctx, uq_bench_shape *b);
+void cli_bench_teardown(uq_context *ctx, cli_bench_shape *b);
 /* The decode arguments of rotation r. */
-void uq_bench_args(const uq_bench_shape *b, int r, uq_decode_args *a);
+void cli_bench_args(const cli_bench_shape *b, int r, uq_decode_args *a);
 /* Decodes rotation 0 once (loading the kernels) and compares the first
  * `nseq` sequences (0: none) with the double-precision reference. */
-int uq_bench_check(uq_context *ctx, uq_bench_shape *b, int nseq,
+int cli_bench_check(uq_context *ctx, cli_bench_shape *b, int nseq,
                    double *rel_l2, size_t *nonfinite);
 /* Median device time of one decode step in microseconds, events around
  * each of --iters calls after --warmup: graph_steps 0 times eager calls;
@@ -64,10 +64,10 @@ int uq_bench_check(uq_context *ctx, uq_bench_shape *b, int nseq,
  * a graph launch every step; many per graph give a step's cost inside a
  * larger graph, a model's decode graph, as triton.testing's
  * do_bench_cudagraph measures it. */
-int uq_bench_time(uq_context *ctx, void *stream, uq_bench_shape *b,
-                  const uq_bench_opts *o, int graph_steps, double *median_us);
+int cli_bench_time(uq_context *ctx, void *stream, cli_bench_shape *b,
+                  const cli_bench_opts *o, int graph_steps, double *median_us);
 
-double uq_bench_median(double *v, size_t n);
+double cli_bench_median(double *v, size_t n);
 
 
 #endif

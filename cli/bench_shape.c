@@ -12,7 +12,7 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-double uq_bench_median(double *v, size_t n) {
+double cli_bench_median(double *v, size_t n) {
   if (n == 0)
     return NAN;
   qsort(v, n, sizeof *v, cmp_double);
@@ -24,7 +24,7 @@ static uint64_t block_bytes(const uq_shape *s, const uq_plan *p) {
          (uint64_t)p->padded_slot;
 }
 
-uint64_t uq_bench_bytes(const uq_shape *s, const uq_plan *p, int rotations) {
+uint64_t cli_bench_bytes(const uq_shape *s, const uq_plan *p, int rotations) {
   uint64_t blocks = (uint64_t)s->batch * (uint64_t)s->max_blocks_per_seq;
   uint64_t io = 2ull * 2ull * (uint64_t)s->batch * s->num_q_heads *
                 s->head_dim;
@@ -33,7 +33,7 @@ uint64_t uq_bench_bytes(const uq_shape *s, const uq_plan *p, int rotations) {
          p->workspace_bytes + 4u * (uint64_t)s->batch;
 }
 
-void uq_bench_teardown(uq_context *ctx, uq_bench_shape *b) {
+void cli_bench_teardown(uq_context *ctx, cli_bench_shape *b) {
   void *bufs[] = {b->cache, b->tables, b->seq_lens, b->query, b->out,
                   b->workspace};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
@@ -48,7 +48,7 @@ void uq_bench_teardown(uq_context *ctx, uq_bench_shape *b) {
 /* A small pool of encoded blocks from random rows; every device block is
  * a copy of pool block (id % pool_blocks), so the host can rebuild any
  * sequence for the reference without holding the whole cache. */
-static int make_pool(uq_bench_shape *b, uq_tool_rng *rng) {
+static int make_pool(cli_bench_shape *b, cli_rng *rng) {
   const uq_shape *s = &b->shape;
   int d = s->head_dim;
   b->pool_blocks = b->blocks_per_copy < POOL_BLOCKS_MAX ? b->blocks_per_copy
@@ -60,8 +60,8 @@ static int make_pool(uq_bench_shape *b, uq_tool_rng *rng) {
   int rc = b->pool && k && v ? 0 : UQ_ENOMEM;
   for (uint64_t i = 0; rc == 0 && i < slots; i++) {
     for (int j = 0; j < d; j++) {
-      k[j] = uq_float_to_bf16((float)uq_tool_rng_normal(rng));
-      v[j] = uq_float_to_bf16((float)uq_tool_rng_normal(rng));
+      k[j] = uq_float_to_bf16((float)cli_rng_normal(rng));
+      v[j] = uq_float_to_bf16((float)cli_rng_normal(rng));
     }
     rc = uq_encode_slot(d, UQ_DTYPE_BF16, k, v,
                         b->pool + i * (uint64_t)b->plan.padded_slot);
@@ -71,7 +71,7 @@ static int make_pool(uq_bench_shape *b, uq_tool_rng *rng) {
   return rc;
 }
 
-int uq_bench_setup(uq_context *ctx, uq_bench_shape *b, const uq_shape *s,
+int cli_bench_setup(uq_context *ctx, cli_bench_shape *b, const uq_shape *s,
                    const uq_plan *plan, int32_t seq, int rotations,
                    uint64_t seed) {
   memset(b, 0, sizeof *b);
@@ -81,8 +81,8 @@ int uq_bench_setup(uq_context *ctx, uq_bench_shape *b, const uq_shape *s,
   b->rotations = rotations;
   int64_t bsz = s->batch, mb = s->max_blocks_per_seq;
   b->blocks_per_copy = bsz * mb;
-  uq_tool_rng rng;
-  uq_tool_rng_seed(&rng, seed);
+  cli_rng rng;
+  cli_rng_seed(&rng, seed);
   int rc = make_pool(b, &rng);
   size_t ntab = (size_t)(bsz * mb);
   size_t nq = (size_t)bsz * s->num_q_heads * s->head_dim;
@@ -98,7 +98,7 @@ int uq_bench_setup(uq_context *ctx, uq_bench_shape *b, const uq_shape *s,
   for (size_t i = 0; i < ntab; i++)
     b->base_table[i] = (int32_t)i;
   for (size_t i = ntab - 1; i > 0; i--) {
-    size_t j = (size_t)(uq_tool_rng_next(&rng) % (uint64_t)(i + 1));
+    size_t j = (size_t)(cli_rng_next(&rng) % (uint64_t)(i + 1));
     int32_t t = b->base_table[i];
     b->base_table[i] = b->base_table[j];
     b->base_table[j] = t;
@@ -110,7 +110,7 @@ int uq_bench_setup(uq_context *ctx, uq_bench_shape *b, const uq_shape *s,
   for (int64_t i = 0; i < bsz; i++)
     lens[i] = seq;
   for (size_t i = 0; i < nq; i++)
-    b->host_query[i] = uq_float_to_bf16((float)uq_tool_rng_normal(&rng));
+    b->host_query[i] = uq_float_to_bf16((float)cli_rng_normal(&rng));
 
   uint64_t bb = block_bytes(s, plan);
   uint64_t total = (uint64_t)rotations * (uint64_t)b->blocks_per_copy * bb;
@@ -146,7 +146,7 @@ done:
   return rc;
 }
 
-void uq_bench_args(const uq_bench_shape *b, int r, uq_decode_args *a) {
+void cli_bench_args(const cli_bench_shape *b, int r, uq_decode_args *a) {
   memset(a, 0, sizeof *a);
   a->query = b->query;
   a->kv_cache = b->cache;
@@ -157,13 +157,13 @@ void uq_bench_args(const uq_bench_shape *b, int r, uq_decode_args *a) {
   a->out = b->out;
 }
 
-int uq_bench_check(uq_context *ctx, uq_bench_shape *b, int nseq,
+int cli_bench_check(uq_context *ctx, cli_bench_shape *b, int nseq,
                    double *rel_l2, size_t *nonfinite) {
   const uq_shape *s = &b->shape;
   if (nseq > s->batch)
     nseq = s->batch;
   uq_decode_args a;
-  uq_bench_args(b, 0, &a);
+  cli_bench_args(b, 0, &a);
   int rc = uq_decode(ctx, s, &a, b->workspace, b->plan.workspace_bytes, NULL);
   if (rc == 0)
     rc = uq_synchronize(ctx);
@@ -199,7 +199,7 @@ int uq_bench_check(uq_context *ctx, uq_bench_shape *b, int nseq,
     goto done;
   double max_abs = 0.0;
   *nonfinite = 0;
-  *rel_l2 = uq_tool_rel_l2(UQ_DTYPE_BF16, out, ref, n, &max_abs, nonfinite);
+  *rel_l2 = cli_rel_l2(UQ_DTYPE_BF16, out, ref, n, &max_abs, nonfinite);
 done:
   free(out);
   free(ref);
@@ -208,8 +208,8 @@ done:
   return rc;
 }
 
-int uq_bench_time(uq_context *ctx, void *stream, uq_bench_shape *b,
-                  const uq_bench_opts *o, int graph_steps, double *median_us) {
+int cli_bench_time(uq_context *ctx, void *stream, cli_bench_shape *b,
+                  const cli_bench_opts *o, int graph_steps, double *median_us) {
   int n = o->iters, rc = 0;
   int steps = graph_steps > 0 ? graph_steps : 1;
   /* Graph g holds steps g*steps .. g*steps + steps - 1, step j decoding
@@ -239,7 +239,7 @@ int uq_bench_time(uq_context *ctx, void *stream, uq_bench_shape *b,
       goto done;
     int drc = 0;
     for (int j = 0; j < steps && drc == 0; j++) {
-      uq_bench_args(b, (g * steps + j) % b->rotations, &a);
+      cli_bench_args(b, (g * steps + j) % b->rotations, &a);
       drc = uq_decode(ctx, &b->shape, &a, b->workspace,
                       b->plan.workspace_bytes, stream);
     }
@@ -259,7 +259,7 @@ int uq_bench_time(uq_context *ctx, void *stream, uq_bench_shape *b,
     if (ngraphs > 0) {
       rc = uq_graph_launch(graphs[i % ngraphs], stream);
     } else {
-      uq_bench_args(b, i % b->rotations, &a);
+      cli_bench_args(b, i % b->rotations, &a);
       rc = uq_decode(ctx, &b->shape, &a, b->workspace,
                      b->plan.workspace_bytes, stream);
     }
@@ -276,7 +276,7 @@ int uq_bench_time(uq_context *ctx, void *stream, uq_bench_shape *b,
       goto done;
     ms[k] = t;
   }
-  *median_us = 1e3 * uq_bench_median(ms, (size_t)n) / steps;
+  *median_us = 1e3 * cli_bench_median(ms, (size_t)n) / steps;
 done:
   if (ev != NULL)
     for (int i = 0; i < 2 * n; i++)

@@ -7,41 +7,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-int uq_cli_usage_error(const char *cmd, const char *fmt, ...) {
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "uqjit %s: ", cmd);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fprintf(stderr, "\nTry 'uqjit %s -h' for usage.\n", cmd);
-  return UQ_EXIT_USAGE;
+  return CLI_EXIT_USAGE;
 }
 
-int uq_cli_fail(const char *cmd, int status, const char *what) {
+int cli_fail(const char *cmd, int status, const char *what) {
   const char *detail = uq_last_error();
   fprintf(stderr, "uqjit %s: %s: %s%s%s\n", cmd, what, uq_strerror(status),
           detail[0] ? ": " : "", detail);
-  return UQ_EXIT_FAILURE;
+  return CLI_EXIT_FAILURE;
 }
 
-int uq_cli_other_arg(const char *cmd, const char *arg,
-                     const uq_cli_flag *flags, void (*usage)(FILE *out)) {
+int cli_other_arg(const char *cmd, const char *arg,
+                     const cli_flag *flags, void (*usage)(FILE *out)) {
   if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
     usage(stdout);
-    return UQ_EXIT_OK;
+    return CLI_EXIT_OK;
   }
-  for (const uq_cli_flag *f = flags; f != NULL && f->name != NULL; f++) {
+  for (const cli_flag *f = flags; f != NULL && f->name != NULL; f++) {
     if (!strcmp(arg, f->name)) {
       *f->var = f->value;
-      return UQ_CLI_NEXT;
+      return CLI_NEXT;
     }
   }
   if (arg[0] == '-')
-    return uq_cli_usage_error(cmd, "unknown option '%s'", arg);
-  return uq_cli_usage_error(cmd, "unexpected argument '%s'", arg);
+    return cli_usage_error(cmd, "unknown option '%s'", arg);
+  return cli_usage_error(cmd, "unexpected argument '%s'", arg);
 }
 
-int uq_cli_option(const char *cmd, int argc, char **argv, int *i,
+int cli_option(const char *cmd, int argc, char **argv, int *i,
                   const char *name, const char **value) {
   const char *arg = argv[*i];
   size_t len = strlen(name);
@@ -54,7 +54,7 @@ int uq_cli_option(const char *cmd, int argc, char **argv, int *i,
   if (arg[len] != '\0')
     return 0;
   if (*i + 1 >= argc) {
-    uq_cli_usage_error(cmd, "option '%s' needs a value", name);
+    cli_usage_error(cmd, "option '%s' needs a value", name);
     return -1;
   }
   *i += 1;
@@ -62,17 +62,17 @@ int uq_cli_option(const char *cmd, int argc, char **argv, int *i,
   return 1;
 }
 
-int uq_cli_text_option(const char *cmd, int argc, char **argv, int *i,
-                       const uq_cli_text *opts) {
-  for (const uq_cli_text *o = opts; o->name != NULL; o++) {
-    int r = uq_cli_option(cmd, argc, argv, i, o->name, o->var);
+int cli_text_option(const char *cmd, int argc, char **argv, int *i,
+                       const cli_text *opts) {
+  for (const cli_text *o = opts; o->name != NULL; o++) {
+    int r = cli_option(cmd, argc, argv, i, o->name, o->var);
     if (r != 0)
       return r;
   }
   return 0;
 }
 
-int uq_cli_parse_i64(const char *cmd, const char *flag, const char *text,
+int cli_parse_i64(const char *cmd, const char *flag, const char *text,
                      int64_t min, int64_t max, int64_t *out) {
   const char *p = text;
   int neg = *p == '-';
@@ -88,26 +88,26 @@ int uq_cli_parse_i64(const char *cmd, const char *flag, const char *text,
     int digit = *p - '0';
     /* Accumulate negatively: INT64_MIN has no positive counterpart. */
     if (v < (INT64_MIN + digit) / 10) {
-      uq_cli_usage_error(cmd, "%s: '%s' is out of range [%lld, %lld]", flag,
+      cli_usage_error(cmd, "%s: '%s' is out of range [%lld, %lld]", flag,
                          text, (long long)min, (long long)max);
       return -1;
     }
     v = v * 10 - digit;
   }
   if (!ok) {
-    uq_cli_usage_error(cmd, "%s: '%s' is not an integer", flag, text);
+    cli_usage_error(cmd, "%s: '%s' is not an integer", flag, text);
     return -1;
   }
   if (!neg) {
     if (v == INT64_MIN) {
-      uq_cli_usage_error(cmd, "%s: '%s' is out of range [%lld, %lld]", flag,
+      cli_usage_error(cmd, "%s: '%s' is out of range [%lld, %lld]", flag,
                          text, (long long)min, (long long)max);
       return -1;
     }
     v = -v;
   }
   if (v < min || v > max) {
-    uq_cli_usage_error(cmd, "%s: '%s' is out of range [%lld, %lld]", flag,
+    cli_usage_error(cmd, "%s: '%s' is out of range [%lld, %lld]", flag,
                        text, (long long)min, (long long)max);
     return -1;
   }
@@ -115,16 +115,16 @@ int uq_cli_parse_i64(const char *cmd, const char *flag, const char *text,
   return 0;
 }
 
-int uq_cli_parse_i32(const char *cmd, const char *flag, const char *text,
+int cli_parse_i32(const char *cmd, const char *flag, const char *text,
                      int32_t min, int32_t max, int32_t *out) {
   int64_t v;
-  if (uq_cli_parse_i64(cmd, flag, text, min, max, &v) != 0)
+  if (cli_parse_i64(cmd, flag, text, min, max, &v) != 0)
     return -1;
   *out = (int32_t)v;
   return 0;
 }
 
-int uq_cli_parse_float(const char *cmd, const char *flag, const char *text,
+int cli_parse_float(const char *cmd, const char *flag, const char *text,
                        double min_exclusive, double max, float *out) {
   char *end = NULL;
   /* strtod skips leading blanks and reads "nan"/"inf": refuse those. */
@@ -134,13 +134,13 @@ int uq_cli_parse_float(const char *cmd, const char *flag, const char *text,
   double v = starts_ok ? strtod(text, &end) : 0.0;
   if (!starts_ok || end == text || *end != '\0' || errno == ERANGE ||
       !isfinite(v)) {
-    uq_cli_usage_error(cmd, "%s: '%s' is not a finite number", flag, text);
+    cli_usage_error(cmd, "%s: '%s' is not a finite number", flag, text);
     return -1;
   }
   float f = (float)v;
   if (!(v > min_exclusive) || v > max || !isfinite(f) ||
       !((double)f > min_exclusive)) {
-    uq_cli_usage_error(cmd, "%s: '%s' is out of range (%g, %g]", flag, text,
+    cli_usage_error(cmd, "%s: '%s' is out of range (%g, %g]", flag, text,
                        min_exclusive, max);
     return -1;
   }
@@ -157,13 +157,13 @@ typedef struct shape_flag {
   const char *name;
   const char *metavar;
   flag_type type;
-  size_t offset; /* into uq_cli_shape */
+  size_t offset; /* into cli_shape */
   int64_t min;
   int required;
   const char *help;
 } shape_flag;
 
-#define SHAPE_FIELD(f) offsetof(uq_cli_shape, shape) + offsetof(uq_shape, f)
+#define SHAPE_FIELD(f) offsetof(cli_shape, shape) + offsetof(uq_shape, f)
 
 static const shape_flag shape_flags[] = {
     {"--batch", "B", T_I32, SHAPE_FIELD(batch), 1, 1,
@@ -189,24 +189,24 @@ static const shape_flag shape_flags[] = {
      "query stride between heads, elements (default D)"},
     {"--dtype", "bf16|fp16", T_DTYPE, SHAPE_FIELD(q_dtype), 0, 0,
      "query and output dtype (default bf16)"},
-    {"--target", "T", T_TARGET, offsetof(uq_cli_shape, target), 0, 0,
+    {"--target", "T", T_TARGET, offsetof(cli_shape, target), 0, 0,
      "gfx950 (default), gfx942, gfx90a, sm_90, ... with :sramecc+/-, "
      ":xnack+/-"},
 };
 #define SHAPE_FLAG_COUNT (sizeof shape_flags / sizeof shape_flags[0])
 
-void uq_cli_shape_init(uq_cli_shape *s) {
+void cli_shape_init(cli_shape *s) {
   memset(s, 0, sizeof *s);
   uq_shape_init(&s->shape);
 }
 
-static int set_flag(const char *cmd, const shape_flag *f, uq_cli_shape *s,
+static int set_flag(const char *cmd, const shape_flag *f, cli_shape *s,
                     const char *value) {
   char *base = (char *)s + f->offset;
   switch (f->type) {
   case T_I32: {
     int32_t v;
-    if (uq_cli_parse_i32(cmd, f->name, value, (int32_t)f->min, INT32_MAX,
+    if (cli_parse_i32(cmd, f->name, value, (int32_t)f->min, INT32_MAX,
                          &v) != 0)
       return -1;
     memcpy(base, &v, sizeof v);
@@ -214,14 +214,14 @@ static int set_flag(const char *cmd, const shape_flag *f, uq_cli_shape *s,
   }
   case T_I64: {
     int64_t v;
-    if (uq_cli_parse_i64(cmd, f->name, value, f->min, INT64_MAX, &v) != 0)
+    if (cli_parse_i64(cmd, f->name, value, f->min, INT64_MAX, &v) != 0)
       return -1;
     memcpy(base, &v, sizeof v);
     return 0;
   }
   case T_FLOAT: {
     float v;
-    if (uq_cli_parse_float(cmd, f->name, value, 0.0, 1.0e6, &v) != 0)
+    if (cli_parse_float(cmd, f->name, value, 0.0, 1.0e6, &v) != 0)
       return -1;
     memcpy(base, &v, sizeof v);
     return 0;
@@ -233,7 +233,7 @@ static int set_flag(const char *cmd, const shape_flag *f, uq_cli_shape *s,
     else if (strcmp(value, "fp16") == 0)
       v = UQ_DTYPE_FP16;
     else {
-      uq_cli_usage_error(cmd, "%s: '%s' is not bf16 or fp16", f->name, value);
+      cli_usage_error(cmd, "%s: '%s' is not bf16 or fp16", f->name, value);
       return -1;
     }
     memcpy(base, &v, sizeof v);
@@ -241,7 +241,7 @@ static int set_flag(const char *cmd, const shape_flag *f, uq_cli_shape *s,
   }
   case T_TARGET:
     if (value[0] == '\0') {
-      uq_cli_usage_error(cmd, "%s: empty target", f->name);
+      cli_usage_error(cmd, "%s: empty target", f->name);
       return -1;
     }
     memcpy(base, &value, sizeof value);
@@ -250,18 +250,18 @@ static int set_flag(const char *cmd, const shape_flag *f, uq_cli_shape *s,
   return -1;
 }
 
-int uq_cli_shape_option(const char *cmd, uq_cli_shape *s, int argc,
+int cli_shape_option(const char *cmd, cli_shape *s, int argc,
                         char **argv, int *i) {
   for (size_t k = 0; k < SHAPE_FLAG_COUNT; k++) {
     const shape_flag *f = &shape_flags[k];
     const char *value = NULL;
-    int r = uq_cli_option(cmd, argc, argv, i, f->name, &value);
+    int r = cli_option(cmd, argc, argv, i, f->name, &value);
     if (r < 0)
       return -1;
     if (r == 0)
       continue;
     if (s->seen & (1u << k)) {
-      uq_cli_usage_error(cmd, "option '%s' given twice", f->name);
+      cli_usage_error(cmd, "option '%s' given twice", f->name);
       return -1;
     }
     s->seen |= 1u << k;
@@ -270,32 +270,32 @@ int uq_cli_shape_option(const char *cmd, uq_cli_shape *s, int argc,
   return 0;
 }
 
-int uq_cli_shape_command_arg(const char *cmd, uq_cli_shape *s,
-                             const uq_cli_text *texts,
-                             const uq_cli_flag *flags,
+int cli_shape_command_arg(const char *cmd, cli_shape *s,
+                             const cli_text *texts,
+                             const cli_flag *flags,
                              void (*usage)(FILE *out), int argc, char **argv,
                              int *i) {
-  int r = texts != NULL ? uq_cli_text_option(cmd, argc, argv, i, texts) : 0;
+  int r = texts != NULL ? cli_text_option(cmd, argc, argv, i, texts) : 0;
   if (r == 0)
-    r = uq_cli_shape_option(cmd, s, argc, argv, i);
+    r = cli_shape_option(cmd, s, argc, argv, i);
   if (r < 0)
-    return UQ_EXIT_USAGE;
+    return CLI_EXIT_USAGE;
   if (r > 0)
-    return UQ_CLI_NEXT;
-  return uq_cli_other_arg(cmd, argv[*i], flags, usage);
+    return CLI_NEXT;
+  return cli_other_arg(cmd, argv[*i], flags, usage);
 }
 
-int uq_cli_shape_finish(const char *cmd, const uq_cli_shape *s) {
+int cli_shape_finish(const char *cmd, const cli_shape *s) {
   for (size_t k = 0; k < SHAPE_FLAG_COUNT; k++)
     if (shape_flags[k].required && !(s->seen & (1u << k))) {
-      uq_cli_usage_error(cmd, "missing required option '%s'",
+      cli_usage_error(cmd, "missing required option '%s'",
                          shape_flags[k].name);
       return -1;
     }
   return 0;
 }
 
-void uq_cli_shape_help(FILE *out) {
+void cli_shape_help(FILE *out) {
   for (size_t k = 0; k < SHAPE_FLAG_COUNT; k++) {
     const shape_flag *f = &shape_flags[k];
     char left[64];
@@ -307,7 +307,7 @@ void uq_cli_shape_help(FILE *out) {
 
 /* ------------------------------------------------------------------ */
 
-void uq_cli_json_string(FILE *out, const char *s) {
+void cli_json_string(FILE *out, const char *s) {
   fputc('"', out);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     switch (*p) {
@@ -328,7 +328,7 @@ void uq_cli_json_string(FILE *out, const char *s) {
   fputc('"', out);
 }
 
-const char *uq_cli_kind_name(uint32_t kind) {
+const char *cli_kind_name(uint32_t kind) {
   switch (kind) {
   case UQ_KERNEL_DECODE: return "decode";
   case UQ_KERNEL_REDUCE: return "reduce";
@@ -338,7 +338,7 @@ const char *uq_cli_kind_name(uint32_t kind) {
   }
 }
 
-const char *uq_cli_dtype_name(uint32_t dtype) {
+const char *cli_dtype_name(uint32_t dtype) {
   switch (dtype) {
   case UQ_DTYPE_BF16: return "bf16";
   case UQ_DTYPE_FP16: return "fp16";

@@ -82,7 +82,7 @@ static void bench_usage(FILE *out) {
 typedef struct row {
   int32_t batch, seq, hk, qg, partitions, rotations;
   int fuse_qrot;
-  uq_bench_result r;
+  cli_bench_result r;
 } row;
 
 static int parse_seq_list(const char *text, int64_t *out, size_t *n) {
@@ -91,7 +91,7 @@ static int parse_seq_list(const char *text, int64_t *out, size_t *n) {
   size_t j = 0;
   for (const char *p = text; *p; p++) {
     if (j + 8 >= sizeof buf)
-      return uq_cli_usage_error(CMD, "--seq: list too long"), -1;
+      return cli_usage_error(CMD, "--seq: list too long"), -1;
     if (*p == 'k' || *p == 'K') {
       buf[j++] = '\x01'; /* marker, expanded below */
       continue;
@@ -111,12 +111,12 @@ static int parse_seq_list(const char *text, int64_t *out, size_t *n) {
     }
     int64_t v;
     if (*n == MAX_LIST ||
-        uq_cli_parse_i64(CMD, "--seq", t, 1, (1 << 24), &v) != 0)
+        cli_parse_i64(CMD, "--seq", t, 1, (1 << 24), &v) != 0)
       return -1;
     out[(*n)++] = v * mult;
   }
   if (*n == 0) {
-    uq_cli_usage_error(CMD, "--seq: empty list");
+    cli_usage_error(CMD, "--seq: empty list");
     return -1;
   }
   return 0;
@@ -126,7 +126,7 @@ static int parse_heads(const char *text, int32_t *hk, int32_t *qg,
                        size_t *n) {
   char buf[512];
   if (strlen(text) >= sizeof buf) {
-    uq_cli_usage_error(CMD, "--heads: list too long");
+    cli_usage_error(CMD, "--heads: list too long");
     return -1;
   }
   snprintf(buf, sizeof buf, "%s", text);
@@ -135,17 +135,17 @@ static int parse_heads(const char *text, int32_t *hk, int32_t *qg,
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     char *colon = strchr(t, ':');
     if (colon == NULL || *n == MAX_LIST) {
-      uq_cli_usage_error(CMD, "--heads: '%s' is not HK:QG", t);
+      cli_usage_error(CMD, "--heads: '%s' is not HK:QG", t);
       return -1;
     }
     *colon = '\0';
-    if (uq_cli_parse_i32(CMD, "--heads", t, 1, 1024, &hk[*n]) != 0 ||
-        uq_cli_parse_i32(CMD, "--heads", colon + 1, 1, 1024, &qg[*n]) != 0)
+    if (cli_parse_i32(CMD, "--heads", t, 1, 1024, &hk[*n]) != 0 ||
+        cli_parse_i32(CMD, "--heads", colon + 1, 1, 1024, &qg[*n]) != 0)
       return -1;
     (*n)++;
   }
   if (*n == 0) {
-    uq_cli_usage_error(CMD, "--heads: empty list");
+    cli_usage_error(CMD, "--heads: empty list");
     return -1;
   }
   return 0;
@@ -210,12 +210,12 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 static int measure_overhead(uq_context *ctx, void *stream,
-                            const uq_bench_opts *o, const char *cache_dir,
+                            const cli_bench_opts *o, const char *cache_dir,
                             overhead *ov) {
   uq_shape s;
   make_shape(&s, 4, 4096, 2, 8, 64);
   uq_plan plan;
-  uq_bench_shape b;
+  cli_bench_shape b;
   memset(&b, 0, sizeof b);
   uq_context *ctx2 = NULL;
   enum { N = 400, WARM = 20 };
@@ -226,15 +226,15 @@ static int measure_overhead(uq_context *ctx, void *stream,
     return 0;
   }
   if (rc != 0 ||
-      (rc = uq_bench_setup(ctx, &b, &s, &plan, 4096, 1, o->seed)) != 0 ||
-      (rc = uq_bench_check(ctx, &b, 0, NULL, NULL)) != 0)
+      (rc = cli_bench_setup(ctx, &b, &s, &plan, 4096, 1, o->seed)) != 0 ||
+      (rc = cli_bench_check(ctx, &b, 0, NULL, NULL)) != 0)
     goto done;
   uq_decode_args a;
-  uq_bench_args(&b, 0, &a);
+  cli_bench_args(&b, 0, &a);
   for (int i = 0; i < WARM + N; i++) {
-    double t0 = uq_tool_now();
+    double t0 = cli_now();
     rc = uq_decode(ctx, &s, &a, b.workspace, plan.workspace_bytes, stream);
-    double t1 = uq_tool_now();
+    double t1 = cli_now();
     if (rc != 0)
       goto done;
     if (i >= WARM)
@@ -257,11 +257,11 @@ static int measure_overhead(uq_context *ctx, void *stream,
   opts.cache_dir = cache_dir;
   if ((rc = uq_context_create(&opts, &ctx2)) != 0)
     goto done;
-  double t0 = uq_tool_now();
+  double t0 = cli_now();
   rc = uq_decode(ctx2, &s, &a, b.workspace, plan.workspace_bytes, NULL);
   if (rc == 0)
     rc = uq_synchronize(ctx2);
-  ov->disk_first_ms = 1e3 * (uq_tool_now() - t0);
+  ov->disk_first_ms = 1e3 * (cli_now() - t0);
   if (rc != 0)
     goto done;
   uq_get_stats(ctx2, &ov->disk_stats);
@@ -271,11 +271,11 @@ done:
     snprintf(ov->note, sizeof ov->note, "%s: %s", uq_strerror(rc),
              uq_last_error());
   uq_context_destroy(ctx2);
-  uq_bench_teardown(ctx, &b);
+  cli_bench_teardown(ctx, &b);
   return rc;
 }
 
-int uq_cmd_bench(int argc, char **argv) {
+int cli_cmd_bench(int argc, char **argv) {
   int64_t batches[MAX_LIST] = {1, 4, 16, 64};
   size_t nb = 4;
   int64_t seqs[MAX_LIST] = {1024, 4096, 16384, 65536, 131072};
@@ -288,7 +288,7 @@ int uq_cmd_bench(int argc, char **argv) {
   int graph = -1, json = 0, do_overhead = 1;
   int64_t seed = 1;
   const char *cache_dir = NULL;
-  const uq_cli_flag flags[] = {
+  const cli_flag flags[] = {
       {"--graph", &graph, 1},
       {"--no-graph", &graph, 0},
       {"--json", &json, 1},
@@ -298,55 +298,55 @@ int uq_cmd_bench(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *v;
     int r;
-#define OPT(name) ((r = uq_cli_option(CMD, argc, argv, &i, name, &v)) != 0)
+#define OPT(name) ((r = cli_option(CMD, argc, argv, &i, name, &v)) != 0)
     if (OPT("--batch")) {
-      if (r < 0 || uq_tool_parse_list(CMD, "--batch", v, 1, 1 << 20, batches,
+      if (r < 0 || cli_parse_list(CMD, "--batch", v, 1, 1 << 20, batches,
                                       MAX_LIST, &nb) != 0)
-        return UQ_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     } else if (OPT("--seq")) {
       if (r < 0 || parse_seq_list(v, seqs, &ns) != 0)
-        return UQ_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     } else if (OPT("--heads")) {
       if (r < 0 || parse_heads(v, hks, qgs, &nh) != 0)
-        return UQ_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     } else if (OPT("--block-size")) {
       if (r < 0 ||
-          uq_cli_parse_i32(CMD, "--block-size", v, 1, 4096, &block_size) != 0)
-        return UQ_EXIT_USAGE;
+          cli_parse_i32(CMD, "--block-size", v, 1, 4096, &block_size) != 0)
+        return CLI_EXIT_USAGE;
     } else if (OPT("--iters")) {
-      if (r < 0 || uq_cli_parse_i32(CMD, "--iters", v, 1, 100000, &iters) != 0)
-        return UQ_EXIT_USAGE;
+      if (r < 0 || cli_parse_i32(CMD, "--iters", v, 1, 100000, &iters) != 0)
+        return CLI_EXIT_USAGE;
     } else if (OPT("--warmup")) {
-      if (r < 0 || uq_cli_parse_i32(CMD, "--warmup", v, 0, 100000, &warmup) != 0)
-        return UQ_EXIT_USAGE;
+      if (r < 0 || cli_parse_i32(CMD, "--warmup", v, 0, 100000, &warmup) != 0)
+        return CLI_EXIT_USAGE;
     } else if (OPT("--chain")) {
-      if (r < 0 || uq_cli_parse_i32(CMD, "--chain", v, 0, 4096, &chain) != 0)
-        return UQ_EXIT_USAGE;
+      if (r < 0 || cli_parse_i32(CMD, "--chain", v, 0, 4096, &chain) != 0)
+        return CLI_EXIT_USAGE;
     } else if (OPT("--check-seqs")) {
-      if (r < 0 || uq_cli_parse_i32(CMD, "--check-seqs", v, 0, 1 << 20, &check) != 0)
-        return UQ_EXIT_USAGE;
+      if (r < 0 || cli_parse_i32(CMD, "--check-seqs", v, 0, 1 << 20, &check) != 0)
+        return CLI_EXIT_USAGE;
     } else if (OPT("--rotate-mb")) {
       if (r < 0 ||
-          uq_cli_parse_i32(CMD, "--rotate-mb", v, 0, 1 << 20, &rotate_mb) != 0)
-        return UQ_EXIT_USAGE;
+          cli_parse_i32(CMD, "--rotate-mb", v, 0, 1 << 20, &rotate_mb) != 0)
+        return CLI_EXIT_USAGE;
     } else if (OPT("--max-mem-gb")) {
-      if (r < 0 || uq_cli_parse_float(CMD, "--max-mem-gb", v, 0.0, 1e6,
+      if (r < 0 || cli_parse_float(CMD, "--max-mem-gb", v, 0.0, 1e6,
                                       &max_mem_gb) != 0)
-        return UQ_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     } else if (OPT("--seed")) {
-      if (r < 0 || uq_cli_parse_i64(CMD, "--seed", v, 0, INT64_MAX, &seed) != 0)
-        return UQ_EXIT_USAGE;
+      if (r < 0 || cli_parse_i64(CMD, "--seed", v, 0, INT64_MAX, &seed) != 0)
+        return CLI_EXIT_USAGE;
     } else if (OPT("--cache-dir")) {
       if (r < 0)
-        return UQ_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
       cache_dir = v;
-    } else if ((r = uq_cli_other_arg(CMD, argv[i], flags, bench_usage)) !=
-               UQ_CLI_NEXT) {
+    } else if ((r = cli_other_arg(CMD, argv[i], flags, bench_usage)) !=
+               CLI_NEXT) {
       return r;
     }
 #undef OPT
   }
-  uq_bench_opts o = {
+  cli_bench_opts o = {
       .iters = iters,
       .warmup = warmup,
       .graph = graph,
@@ -362,7 +362,7 @@ int uq_cmd_bench(int argc, char **argv) {
   if (rc != 0 || devices == 0) {
     fprintf(stderr, "uqjit bench: needs a GPU, and none was found%s%s\n",
             uq_last_error()[0] ? ": " : "", uq_last_error());
-    return UQ_EXIT_FAILURE;
+    return CLI_EXIT_FAILURE;
   }
   uq_context_options copts;
   uq_context_options_init(&copts);
@@ -372,11 +372,11 @@ int uq_cmd_bench(int argc, char **argv) {
   void *stream = NULL;
   row *rows = NULL;
   uq_key *keys = NULL;
-  int code = UQ_EXIT_FAILURE;
+  int code = CLI_EXIT_FAILURE;
   if ((rc = uq_context_create(&copts, &ctx)) != 0)
-    return uq_cli_fail(CMD, rc, "cannot create a context on device 0");
+    return cli_fail(CMD, rc, "cannot create a context on device 0");
   if ((rc = uq_stream_create(ctx, &stream)) != 0) {
-    code = uq_cli_fail(CMD, rc, "cannot create a stream");
+    code = cli_fail(CMD, rc, "cannot create a stream");
     goto done;
   }
   char dev_name[128] = "?";
@@ -389,7 +389,7 @@ int uq_cmd_bench(int argc, char **argv) {
     copy_bytes = o.max_mem / 2;
   double copy_gbps = 0;
   if ((rc = copy_bandwidth(ctx, copy_bytes, &copy_gbps)) != 0) {
-    code = uq_cli_fail(CMD, rc, "copy bandwidth measurement failed");
+    code = cli_fail(CMD, rc, "copy bandwidth measurement failed");
     goto done;
   }
   if (!json) {
@@ -403,7 +403,7 @@ int uq_cmd_bench(int argc, char **argv) {
   rows = calloc(nrows, sizeof *rows);
   keys = calloc(nrows * UQ_PLAN_MAX_KERNELS, sizeof *keys);
   if (rows == NULL || keys == NULL) {
-    code = uq_cli_fail(CMD, UQ_ENOMEM, "out of memory");
+    code = cli_fail(CMD, UQ_ENOMEM, "out of memory");
     goto done;
   }
   /* Plan every shape and compile everything up front, in parallel. */
@@ -429,7 +429,7 @@ int uq_cmd_bench(int argc, char **argv) {
         }
         w->partitions = plan.num_partitions;
         w->fuse_qrot = plan.fuse_qrot;
-        uint64_t one = uq_bench_bytes(&s, &plan, 1);
+        uint64_t one = cli_bench_bytes(&s, &plan, 1);
         if (one > o.max_mem) {
           w->r.skipped = 1;
           snprintf(w->r.note, sizeof w->r.note,
@@ -443,7 +443,7 @@ int uq_cmd_bench(int argc, char **argv) {
   uq_compile_summary sum;
   rc = uq_compile_keys(ctx, keys, nkeys, 0, NULL, NULL, &sum);
   if (rc != 0) {
-    code = uq_cli_fail(CMD, rc, "kernel compilation failed");
+    code = cli_fail(CMD, rc, "kernel compilation failed");
     goto done;
   }
   if (!json) {
@@ -464,9 +464,9 @@ int uq_cmd_bench(int argc, char **argv) {
       make_shape(&s, w->batch, w->seq, w->hk, w->qg, block_size);
       uq_plan plan;
       uq_plan_make(&s, target, &plan);
-      uint64_t per_copy = uq_bench_bytes(&s, &plan, 2) -
-                          uq_bench_bytes(&s, &plan, 1);
-      uint64_t fixed = uq_bench_bytes(&s, &plan, 1) - per_copy;
+      uint64_t per_copy = cli_bench_bytes(&s, &plan, 2) -
+                          cli_bench_bytes(&s, &plan, 1);
+      uint64_t fixed = cli_bench_bytes(&s, &plan, 1) - per_copy;
       uint64_t kv_copy = (uint64_t)w->batch * s.max_blocks_per_seq *
                          block_size * w->hk * plan.padded_slot;
       uint64_t want = kv_copy ? (o.rotate_bytes + kv_copy - 1) / kv_copy : 1;
@@ -494,30 +494,30 @@ int uq_cmd_bench(int argc, char **argv) {
       w->r.ws_bytes = 2ull * (partial * 256 * 2 + partial * 8);
       if (!plan.fuse_qrot)
         w->r.ws_bytes += 2ull * w->batch * s.num_q_heads * 256 * 4;
-      w->r.device_bytes = uq_bench_bytes(&s, &plan, w->rotations);
-      uq_bench_shape b;
+      w->r.device_bytes = cli_bench_bytes(&s, &plan, w->rotations);
+      cli_bench_shape b;
       double rel = -1;
       size_t bad = 0;
-      rc = uq_bench_setup(ctx, &b, &s, &plan, w->seq, w->rotations, o.seed);
+      rc = cli_bench_setup(ctx, &b, &s, &plan, w->seq, w->rotations, o.seed);
       if (rc == 0)
-        rc = uq_bench_check(ctx, &b, o.check_seqs, &rel, &bad);
+        rc = cli_bench_check(ctx, &b, o.check_seqs, &rel, &bad);
       if (rc == 0) {
         w->r.rel_l2 = o.check_seqs > 0 ? rel : -1;
         w->r.nonfinite = bad;
         if (o.check_seqs > 0 && (!(rel < 1e-2) || bad > 0))
           all_ok = 0;
-        rc = uq_bench_time(ctx, stream, &b, &o, 0, &w->r.eager_us);
+        rc = cli_bench_time(ctx, stream, &b, &o, 0, &w->r.eager_us);
       }
       if (rc == 0 && use_graph)
-        rc = uq_bench_time(ctx, stream, &b, &o, 1, &w->r.graph_us);
+        rc = cli_bench_time(ctx, stream, &b, &o, 1, &w->r.graph_us);
       if (rc == 0 && use_graph && o.chain > 0)
-        rc = uq_bench_time(ctx, stream, &b, &o, o.chain, &w->r.chain_us);
+        rc = cli_bench_time(ctx, stream, &b, &o, o.chain, &w->r.chain_us);
       if (rc != 0) {
         snprintf(w->r.note, sizeof w->r.note, "%s: %s", uq_strerror(rc),
                  uq_last_error());
         all_ok = 0;
       }
-      uq_bench_teardown(ctx, &b);
+      cli_bench_teardown(ctx, &b);
       /* A failed shape may leave the stream in error; later ones still run
        * on a clean queue. */
       uq_stream_synchronize(ctx, stream);
@@ -552,9 +552,9 @@ int uq_cmd_bench(int argc, char **argv) {
     measure_overhead(ctx, stream, &o, cache_dir, &ov);
   if (json) {
     printf("{\"device\": ");
-    uq_cli_json_string(stdout, dev_name);
+    cli_json_string(stdout, dev_name);
     printf(", \"target\": ");
-    uq_cli_json_string(stdout, target);
+    cli_json_string(stdout, target);
     printf(", \"copy_gbps\": %.2f, \"copy_bytes\": %llu, \"iters\": %d, "
            "\"rows\": [",
            copy_gbps, (unsigned long long)copy_bytes, o.iters);
@@ -600,7 +600,7 @@ int uq_cmd_bench(int argc, char **argv) {
           printf(", \"rel_l2\": null");
       }
       printf(", \"note\": ");
-      uq_cli_json_string(stdout, w->r.note);
+      cli_json_string(stdout, w->r.note);
       printf("}");
     }
     printf("\n]");
@@ -615,7 +615,7 @@ int uq_cmd_bench(int argc, char **argv) {
                (unsigned long long)ov.disk_stats.disk_hits,
                (unsigned long long)ov.disk_stats.compiles);
       printf(", \"note\": ");
-      uq_cli_json_string(stdout, ov.note);
+      cli_json_string(stdout, ov.note);
       printf("}");
     }
     printf("}\n");
@@ -633,7 +633,7 @@ int uq_cmd_bench(int argc, char **argv) {
       printf("  not measured: %s\n", ov.note);
     }
   }
-  code = all_ok ? UQ_EXIT_OK : UQ_EXIT_FAILURE;
+  code = all_ok ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
   if (!all_ok)
     fprintf(stderr, "uqjit bench: some shapes failed or missed the 1e-2 "
                     "relative L2 bar (see the table)\n");

@@ -57,11 +57,11 @@ static int ls_visit(void *user, const uq_cache_entry *e) {
     snprintf(when, sizeof when, "%" PRId64, e->mtime);
   if (st->json) {
     printf("%s\n  {\"target\": ", st->n ? "," : "");
-    uq_cli_json_string(stdout, e->target);
+    cli_json_string(stdout, e->target);
     printf(", \"size\": %" PRIu64 ", \"mtime\": %" PRId64
            ", \"valid\": %s, \"path\": ",
            e->size, e->mtime, e->valid ? "true" : "false");
-    uq_cli_json_string(stdout, e->path);
+    cli_json_string(stdout, e->path);
     printf("}");
   } else {
     printf("%-22s %10" PRIu64 "  %s  %-5s  %s\n",
@@ -112,17 +112,17 @@ static int stats_visit(void *user, const uq_cache_entry *e) {
 
 static void print_dir_json(const char *dir) {
   printf("\"cache_dir\": ");
-  uq_cli_json_string(stdout, dir);
+  cli_json_string(stdout, dir);
 }
 
-int uq_cmd_cache(int argc, char **argv) {
+int cli_cmd_cache(int argc, char **argv) {
   if (argc < 2)
-    return uq_cli_usage_error(CMD, "missing subcommand (ls, verify, prune "
+    return cli_usage_error(CMD, "missing subcommand (ls, verify, prune "
                                    "or stats)");
   const char *sub = argv[1];
   if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
     cache_usage(stdout);
-    return UQ_EXIT_OK;
+    return CLI_EXIT_OK;
   }
   enum { LS, VERIFY, PRUNE, STATS } which;
   if (!strcmp(sub, "ls"))
@@ -134,7 +134,7 @@ int uq_cmd_cache(int argc, char **argv) {
   else if (!strcmp(sub, "stats"))
     which = STATS;
   else
-    return uq_cli_usage_error(CMD, "unknown subcommand '%s'", sub);
+    return cli_usage_error(CMD, "unknown subcommand '%s'", sub);
 
   const char *dir = NULL;
   int json = 0, have_max = 0;
@@ -142,43 +142,43 @@ int uq_cmd_cache(int argc, char **argv) {
   for (int i = 2; i < argc; i++) {
     const char *v;
     int r;
-    if ((r = uq_cli_option(CMD, argc, argv, &i, "--cache-dir", &v)) != 0) {
+    if ((r = cli_option(CMD, argc, argv, &i, "--cache-dir", &v)) != 0) {
       if (r < 0)
-        return UQ_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
       dir = v;
       continue;
     }
     if (which == PRUNE &&
-        (r = uq_cli_option(CMD, argc, argv, &i, "--max-size", &v)) != 0) {
-      if (r < 0 || uq_tool_parse_size(CMD, "--max-size", v, &max_size) != 0)
-        return UQ_EXIT_USAGE;
+        (r = cli_option(CMD, argc, argv, &i, "--max-size", &v)) != 0) {
+      if (r < 0 || cli_parse_size(CMD, "--max-size", v, &max_size) != 0)
+        return CLI_EXIT_USAGE;
       have_max = 1;
       continue;
     }
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       cache_usage(stdout);
-      return UQ_EXIT_OK;
+      return CLI_EXIT_OK;
     }
     if (!strcmp(argv[i], "--json")) {
       json = 1;
       continue;
     }
     if (argv[i][0] == '-')
-      return uq_cli_usage_error(CMD, "unknown option '%s' for '%s'", argv[i],
+      return cli_usage_error(CMD, "unknown option '%s' for '%s'", argv[i],
                                 sub);
-    return uq_cli_usage_error(CMD, "unexpected argument '%s'", argv[i]);
+    return cli_usage_error(CMD, "unexpected argument '%s'", argv[i]);
   }
   if (which == PRUNE && !have_max)
-    return uq_cli_usage_error(CMD, "prune needs --max-size BYTES");
+    return cli_usage_error(CMD, "prune needs --max-size BYTES");
 
   char *dir_owned = NULL;
   if (dir == NULL) {
     int rc = uq_cache_default_dir(&dir_owned);
     if (rc != 0)
-      return uq_cli_fail(CMD, rc, "no cache directory");
+      return cli_fail(CMD, rc, "no cache directory");
     dir = dir_owned;
   }
-  int code = UQ_EXIT_OK;
+  int code = CLI_EXIT_OK;
   int rc = 0;
   switch (which) {
   case LS: {
@@ -192,14 +192,14 @@ int uq_cmd_cache(int argc, char **argv) {
     if (json)
       printf("%s]}\n", st.n ? "\n" : "");
     if (rc != 0)
-      code = uq_cli_fail(CMD, rc, "cannot list the cache");
+      code = cli_fail(CMD, rc, "cannot list the cache");
     break;
   }
   case VERIFY: {
     uint64_t good = 0, bad = 0;
     rc = uq_cache_verify(dir, &good, &bad);
     if (rc != 0) {
-      code = uq_cli_fail(CMD, rc, "cannot verify the cache");
+      code = cli_fail(CMD, rc, "cannot verify the cache");
       break;
     }
     if (json) {
@@ -214,7 +214,7 @@ int uq_cmd_cache(int argc, char **argv) {
               "uqjit cache: %" PRIu64 " bad entr%s (`uqjit cache prune` "
               "removes them; `uqjit cache ls` names them)\n",
               bad, bad == 1 ? "y" : "ies");
-      code = UQ_EXIT_FAILURE;
+      code = CLI_EXIT_FAILURE;
     }
     break;
   }
@@ -222,7 +222,7 @@ int uq_cmd_cache(int argc, char **argv) {
     uint64_t removed = 0, left = 0;
     rc = uq_cache_prune(dir, max_size, &removed, &left);
     if (rc != 0) {
-      code = uq_cli_fail(CMD, rc, "cannot prune the cache");
+      code = cli_fail(CMD, rc, "cannot prune the cache");
       break;
     }
     if (json) {
@@ -234,19 +234,19 @@ int uq_cmd_cache(int argc, char **argv) {
       char h[32];
       printf("%s: removed %" PRIu64 " file%s, %" PRIu64 " bytes (%s) left\n",
              dir, removed, removed == 1 ? "" : "s", left,
-             uq_tool_bytes(left, h, sizeof h));
+             cli_bytes(left, h, sizeof h));
     }
     break;
   }
   case STATS: {
     stats_state *st = calloc(1, sizeof *st);
     if (st == NULL) {
-      code = uq_cli_fail(CMD, UQ_ENOMEM, "out of memory");
+      code = cli_fail(CMD, UQ_ENOMEM, "out of memory");
       break;
     }
     rc = uq_cache_list(dir, stats_visit, st);
     if (rc != 0) {
-      code = uq_cli_fail(CMD, rc, "cannot read the cache");
+      code = cli_fail(CMD, rc, "cannot read the cache");
       free(st);
       break;
     }
@@ -258,7 +258,7 @@ int uq_cmd_cache(int argc, char **argv) {
              st->entries, st->bytes, st->bad);
       for (size_t i = 0; i < st->n; i++) {
         printf("%s", i ? ", " : "");
-        uq_cli_json_string(stdout, st->per[i].target);
+        cli_json_string(stdout, st->per[i].target);
         printf(": {\"entries\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
                st->per[i].entries, st->per[i].bytes);
       }
@@ -268,7 +268,7 @@ int uq_cmd_cache(int argc, char **argv) {
       printf("cache:    %s\nentries:  %" PRIu64 " (%" PRIu64 " bad)\n"
              "bytes:    %" PRIu64 " (%s)\n",
              dir, st->entries, st->bad, st->bytes,
-             uq_tool_bytes(st->bytes, h, sizeof h));
+             cli_bytes(st->bytes, h, sizeof h));
       for (size_t i = 0; i < st->n; i++)
         printf("  %-22s %6" PRIu64 " entries %12" PRIu64 " bytes\n",
                st->per[i].target, st->per[i].entries, st->per[i].bytes);

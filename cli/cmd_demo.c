@@ -54,7 +54,7 @@ static void demo_usage(FILE *out) {
           "                             max blocks per sequence\n"
           "  -h, --help                 this help\n\n"
           "shape options (all optional here):\n");
-  uq_cli_shape_help(out);
+  cli_shape_help(out);
 }
 
 static void print_plan(const uq_shape *s, const uq_plan *p,
@@ -67,7 +67,7 @@ static void print_plan(const uq_shape *s, const uq_plan *p,
          (int)p->query_group_size, (int)s->head_dim, (int)s->block_size,
          (int)s->max_blocks_per_seq,
          (long long)s->block_size * s->max_blocks_per_seq,
-         uq_cli_dtype_name(s->q_dtype));
+         cli_dtype_name(s->q_dtype));
   printf("  seq lens   ");
   for (int b = 0; b < s->batch && b < 16; b++)
     printf(" %d", (int)lens[b]);
@@ -84,7 +84,7 @@ static void print_plan(const uq_shape *s, const uq_plan *p,
   printf("  workspace   %zu bytes\n", p->workspace_bytes);
   for (int k = 0; k < p->num_kernels; k++)
     if (uq_key_name(&p->kernels[k], name, sizeof name) >= 0)
-      printf("  %-10s  %s\n", uq_cli_kind_name(p->kernels[k].kind), name);
+      printf("  %-10s  %s\n", cli_kind_name(p->kernels[k].kind), name);
 }
 
 /* Per-sequence relative L2 against out64; returns 1 when all pass. */
@@ -95,7 +95,7 @@ static int verify(const uq_shape *s, const uint16_t *out, const double *ref) {
   int ok = 1;
   printf("== verification against the double-precision reference\n");
   for (int b = 0; b < s->batch; b++) {
-    double rel = uq_tool_rel_l2(s->q_dtype, out + b * per, ref + b * per,
+    double rel = cli_rel_l2(s->q_dtype, out + b * per, ref + b * per,
                                 per, &max_abs, &bad);
     if (!(rel < TOLERANCE))
       ok = 0;
@@ -113,7 +113,7 @@ static int verify(const uq_shape *s, const uint16_t *out, const double *ref) {
   return ok;
 }
 
-static int make_store_args(uq_store_args *a, const uq_tool_problem *p,
+static int make_store_args(uq_store_args *a, const cli_problem *p,
                            const void *k, const void *v, const int64_t *map,
                            void *cache) {
   memset(a, 0, sizeof *a);
@@ -132,7 +132,7 @@ static int make_store_args(uq_store_args *a, const uq_tool_problem *p,
 }
 
 /* Offline compile for the first target whose compiler exists. */
-static void offline_compile(const uq_tool_problem *p, const char *want,
+static void offline_compile(const cli_problem *p, const char *want,
                             const char *cache_dir) {
   static const char *const defaults[] = {"gfx950", "sm_90"};
   const char *const *targets = want ? &want : defaults;
@@ -154,7 +154,7 @@ static void offline_compile(const uq_tool_problem *p, const char *want,
                      &keys[n]) == 0)
       n++;
     uq_context *ctx = NULL;
-    int rc = uq_tool_compile_context(plan.kernels[0].target, cache_dir, &ctx);
+    int rc = cli_compile_context(plan.kernels[0].target, cache_dir, &ctx);
     uq_compile_summary sum;
     memset(&sum, 0, sizeof sum);
     if (rc == 0)
@@ -187,7 +187,7 @@ static void offline_compile(const uq_tool_problem *p, const char *want,
 }
 
 /* The decode arguments over p's host buffers and the encoded `cache`. */
-static uq_decode_args host_args(const uq_tool_problem *p,
+static uq_decode_args host_args(const cli_problem *p,
                                 const uint8_t *cache, void *out) {
   uq_decode_args a;
   memset(&a, 0, sizeof a);
@@ -200,35 +200,35 @@ static uq_decode_args host_args(const uq_tool_problem *p,
   return a;
 }
 
-static int run_cpu(const uq_tool_problem *p, const uint8_t *cache,
+static int run_cpu(const cli_problem *p, const uint8_t *cache,
                    const char *target, const char *cache_dir) {
   offline_compile(p, target, cache_dir);
   const uq_shape *s = &p->shape;
   size_t n = (size_t)s->batch * s->num_q_heads * s->head_dim;
   uint16_t *out = calloc(n, sizeof *out);
   double *ref = calloc(n, sizeof *ref);
-  int code = UQ_EXIT_FAILURE;
+  int code = CLI_EXIT_FAILURE;
   if (out == NULL || ref == NULL) {
-    uq_cli_fail(CMD, UQ_ENOMEM, "out of memory");
+    cli_fail(CMD, UQ_ENOMEM, "out of memory");
     goto done;
   }
   uq_decode_args a = host_args(p, cache, out);
   printf("== decode on the CPU (reference, %s output)\n",
-         uq_cli_dtype_name(s->q_dtype));
-  double t0 = uq_tool_now();
+         cli_dtype_name(s->q_dtype));
+  double t0 = cli_now();
   int rc = uq_reference_decode(s, &a);
-  double t1 = uq_tool_now();
+  double t1 = cli_now();
   if (rc != 0) {
-    uq_cli_fail(CMD, rc, "CPU decode failed");
+    cli_fail(CMD, rc, "CPU decode failed");
     goto done;
   }
   rc = uq_reference_decode_f64(s, &a, ref);
   if (rc != 0) {
-    uq_cli_fail(CMD, rc, "double-precision reference failed");
+    cli_fail(CMD, rc, "double-precision reference failed");
     goto done;
   }
   printf("  %.1f ms\n", 1e3 * (t1 - t0));
-  code = verify(s, out, ref) ? UQ_EXIT_OK : UQ_EXIT_FAILURE;
+  code = verify(s, out, ref) ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
 done:
   free(out);
   free(ref);
@@ -239,18 +239,18 @@ typedef struct dev_bufs {
   void *k, *v, *map, *cache, *query, *bt, *sl, *out, *ws;
 } dev_bufs;
 
-static int gpu_decode(uq_context *ctx, const uq_tool_problem *p,
+static int gpu_decode(uq_context *ctx, const cli_problem *p,
                       const uq_decode_args *a, void *ws, size_t ws_bytes,
                       double *seconds) {
-  double t0 = uq_tool_now();
+  double t0 = cli_now();
   int rc = uq_decode(ctx, &p->shape, a, ws, ws_bytes, NULL);
   if (rc == 0)
     rc = uq_synchronize(ctx);
-  *seconds = uq_tool_now() - t0;
+  *seconds = cli_now() - t0;
   return rc;
 }
 
-static int run_gpu(const uq_tool_problem *p, const uint8_t *host_cache,
+static int run_gpu(const cli_problem *p, const uint8_t *host_cache,
                    const char *cache_dir) {
   const uq_shape *s = &p->shape;
   uq_context_options o;
@@ -265,7 +265,7 @@ static int run_gpu(const uq_tool_problem *p, const uint8_t *host_cache,
   uint16_t *out = calloc(n, sizeof *out);
   double *ref = calloc(n, sizeof *ref);
   uint8_t *back = malloc(p->cache_bytes);
-  int code = UQ_EXIT_FAILURE;
+  int code = CLI_EXIT_FAILURE;
   int rc = 0;
   const char *what = "";
   if (!out || !ref || !back) {
@@ -273,7 +273,7 @@ static int run_gpu(const uq_tool_problem *p, const uint8_t *host_cache,
     what = "out of memory";
     goto fail;
   }
-  double t0 = uq_tool_now();
+  double t0 = cli_now();
   rc = uq_context_create(&o, &ctx);
   what = "cannot create a context on device 0";
   if (rc != 0)
@@ -287,7 +287,7 @@ static int run_gpu(const uq_tool_problem *p, const uint8_t *host_cache,
   if (rc != 0)
     goto fail;
   printf("== GPU: %s (%s), context in %.1f ms\n", dev_name,
-         uq_context_target(ctx), 1e3 * (uq_tool_now() - t0));
+         uq_context_target(ctx), 1e3 * (cli_now() - t0));
   print_plan(s, &plan, p->seq_lens);
   if (!plan.eligible) {
     fprintf(stderr, "uqjit demo: not eligible on %s: %s\n",
@@ -329,11 +329,11 @@ static int run_gpu(const uq_tool_problem *p, const uint8_t *host_cache,
   make_store_args(&sa, p, d.k, d.v, d.map, d.cache);
   uq_stats st0, st1, st2;
   uq_get_stats(ctx, &st0);
-  t0 = uq_tool_now();
+  t0 = cli_now();
   rc = uq_store(ctx, &sa, NULL);
   if (rc == 0)
     rc = uq_synchronize(ctx);
-  double t_store = uq_tool_now() - t0;
+  double t_store = cli_now() - t0;
   what = "store kernel failed";
   if (rc != 0)
     goto fail;
@@ -401,10 +401,10 @@ static int run_gpu(const uq_tool_problem *p, const uint8_t *host_cache,
   if (rc != 0)
     goto fail;
   int ok = verify(s, out, ref);
-  code = ok && diff == 0 ? UQ_EXIT_OK : UQ_EXIT_FAILURE;
+  code = ok && diff == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
   goto done;
 fail:
-  code = uq_cli_fail(CMD, rc, what);
+  code = cli_fail(CMD, rc, what);
 done:
   if (ctx != NULL) {
     void *bufs[] = {d.k, d.v, d.map, d.cache, d.query, d.bt, d.sl, d.out,
@@ -420,9 +420,9 @@ done:
   return code;
 }
 
-int uq_cmd_demo(int argc, char **argv) {
-  uq_cli_shape in;
-  uq_cli_shape_init(&in);
+int cli_cmd_demo(int argc, char **argv) {
+  cli_shape in;
+  cli_shape_init(&in);
   uq_shape *s = &in.shape;
   s->batch = 4;
   s->num_q_heads = 16;
@@ -433,40 +433,40 @@ int uq_cmd_demo(int argc, char **argv) {
   int cpu = 0;
   int64_t seed = 1;
   const char *cache_dir = NULL, *lens_text = NULL;
-  const uq_cli_flag flags[] = {{"--cpu", &cpu, 1}, {NULL, NULL, 0}};
-  const uq_cli_text texts[] = {{"--cache-dir", &cache_dir},
+  const cli_flag flags[] = {{"--cpu", &cpu, 1}, {NULL, NULL, 0}};
+  const cli_text texts[] = {{"--cache-dir", &cache_dir},
                                {"--seq-lens", &lens_text},
                                {NULL, NULL}};
   for (int i = 1; i < argc; i++) {
     const char *v;
     int r;
-    if ((r = uq_cli_option(CMD, argc, argv, &i, "--seed", &v)) != 0) {
+    if ((r = cli_option(CMD, argc, argv, &i, "--seed", &v)) != 0) {
       if (r < 0 ||
-          uq_cli_parse_i64(CMD, "--seed", v, 0, INT64_MAX, &seed) != 0)
-        return UQ_EXIT_USAGE;
+          cli_parse_i64(CMD, "--seed", v, 0, INT64_MAX, &seed) != 0)
+        return CLI_EXIT_USAGE;
       continue;
     }
-    r = uq_cli_shape_command_arg(CMD, &in, texts, flags, demo_usage, argc, argv,
+    r = cli_shape_command_arg(CMD, &in, texts, flags, demo_usage, argc, argv,
                                  &i);
-    if (r != UQ_CLI_NEXT)
+    if (r != CLI_NEXT)
       return r;
   }
   if (s->batch > MAX_B)
-    return uq_cli_usage_error(CMD, "--batch: at most %d for the demo",
+    return cli_usage_error(CMD, "--batch: at most %d for the demo",
                               MAX_B);
   int64_t w = (int64_t)s->block_size * s->max_blocks_per_seq;
   if (w > (1 << 20))
-    return uq_cli_usage_error(CMD, "block size x max blocks per sequence: at "
+    return cli_usage_error(CMD, "block size x max blocks per sequence: at "
                                    "most 1048576 tokens for the demo");
   static int32_t lens[MAX_B];
   if (lens_text != NULL) {
     int64_t vals[MAX_B];
     size_t nv = 0;
-    if (uq_tool_parse_list(CMD, "--seq-lens", lens_text, 1, w, vals, MAX_B,
+    if (cli_parse_list(CMD, "--seq-lens", lens_text, 1, w, vals, MAX_B,
                            &nv) != 0)
-      return UQ_EXIT_USAGE;
+      return CLI_EXIT_USAGE;
     if ((int64_t)nv != s->batch)
-      return uq_cli_usage_error(CMD, "--seq-lens: %zu lengths for batch %d",
+      return cli_usage_error(CMD, "--seq-lens: %zu lengths for batch %d",
                                 nv, (int)s->batch);
     for (size_t b = 0; b < nv; b++)
       lens[b] = (int32_t)vals[b];
@@ -485,7 +485,7 @@ int uq_cmd_demo(int argc, char **argv) {
   uq_plan plan;
   int rc = uq_plan_make(s, in.target, &plan);
   if (rc != 0)
-    return uq_cli_fail(CMD, rc, "cannot plan this shape");
+    return cli_fail(CMD, rc, "cannot plan this shape");
   printf("uqjit %s demo: %s\n", uq_version_string(),
          devices > 0 ? "GPU path" : cpu ? "CPU path (--cpu)"
                                         : "CPU path (no GPU found)");
@@ -494,22 +494,22 @@ int uq_cmd_demo(int argc, char **argv) {
   if (!plan.eligible)
     printf("  not eligible for the fast path: %s\n", plan.reason);
 
-  uq_tool_problem p;
-  rc = uq_tool_problem_make(&p, s, lens, (uint64_t)seed);
+  cli_problem p;
+  rc = cli_problem_make(&p, s, lens, (uint64_t)seed);
   if (rc != 0)
-    return uq_cli_fail(CMD, rc, "cannot build the problem");
-  int code = UQ_EXIT_FAILURE;
+    return cli_fail(CMD, rc, "cannot build the problem");
+  int code = CLI_EXIT_FAILURE;
   uint8_t *cache = calloc(p.cache_bytes ? p.cache_bytes : 1, 1);
   if (cache == NULL) {
-    code = uq_cli_fail(CMD, UQ_ENOMEM, "out of memory for the cache");
+    code = cli_fail(CMD, UQ_ENOMEM, "out of memory for the cache");
     goto done;
   }
   uq_store_args sa;
   make_store_args(&sa, &p, p.k, p.v, p.slot_mapping, cache);
-  double t0 = uq_tool_now();
+  double t0 = cli_now();
   rc = uq_reference_store(&sa);
   if (rc != 0) {
-    code = uq_cli_fail(CMD, rc, "CPU store failed");
+    code = cli_fail(CMD, rc, "CPU store failed");
     goto done;
   }
   char hb[32];
@@ -517,8 +517,8 @@ int uq_cmd_demo(int argc, char **argv) {
          "random normal K/V, %" PRId64 " blocks (shuffled), cache %s;\n"
          "  CPU store %.1f ms\n",
          (long long)seed, p.num_tokens, (int)s->num_kv_heads, p.num_blocks,
-         uq_tool_bytes(p.cache_bytes, hb, sizeof hb),
-         1e3 * (uq_tool_now() - t0));
+         cli_bytes(p.cache_bytes, hb, sizeof hb),
+         1e3 * (cli_now() - t0));
   if (devices > 0 && !cpu) {
     if (!plan.eligible) {
       fprintf(stderr, "uqjit demo: the shape is not eligible: %s\n",
@@ -531,6 +531,6 @@ int uq_cmd_demo(int argc, char **argv) {
   }
 done:
   free(cache);
-  uq_tool_problem_free(&p);
+  cli_problem_free(&p);
   return code;
 }

@@ -28,7 +28,7 @@ static void dump_usage(FILE *out) {
           "shared memory, scratch). Without a disassembler the source and the\n"
           "resource usage are still printed, with a note on stderr.\n\n"
           "shape options:\n");
-  uq_cli_shape_help(out);
+  cli_shape_help(out);
   fprintf(out,
           "\nother options:\n"
           "  --key NAME                 a kernel key name (repeatable); "
@@ -107,7 +107,7 @@ static int ensure_context(dump_state *st, const char *target) {
     return 0;
   uq_context_destroy(st->ctx);
   st->ctx = NULL;
-  int rc = uq_tool_compile_context(target, st->cache_dir, &st->ctx);
+  int rc = cli_compile_context(target, st->cache_dir, &st->ctx);
   if (rc != 0)
     return rc;
   snprintf(st->ctx_target, sizeof st->ctx_target, "%s", target);
@@ -117,7 +117,7 @@ static int ensure_context(dump_state *st, const char *target) {
 static int dump_isa(dump_state *st, const uq_key *key, const char *name) {
   int rc = ensure_context(st, key->target);
   if (rc != 0)
-    return uq_cli_fail(CMD, rc, "cannot create a compile context");
+    return cli_fail(CMD, rc, "cannot create a compile context");
   void *obj = NULL;
   size_t len = 0;
   uq_code_info info;
@@ -125,7 +125,7 @@ static int dump_isa(dump_state *st, const uq_key *key, const char *name) {
   if (rc != 0) {
     char what[NAME_LEN + 32];
     snprintf(what, sizeof what, "cannot compile %s", name);
-    return uq_cli_fail(CMD, rc, what);
+    return cli_fail(CMD, rc, what);
   }
   char *text = NULL;
   uq_code_info dis;
@@ -133,7 +133,7 @@ static int dump_isa(dump_state *st, const uq_key *key, const char *name) {
   dis.vgprs = dis.sgprs = dis.agprs = dis.registers = -1;
   dis.lds_bytes = dis.scratch_bytes = -1;
   rc = uq_code_disassemble(key->target, obj, len, &text, &dis);
-  int code = UQ_EXIT_OK;
+  int code = CLI_EXIT_OK;
   if (rc == 0) {
     printf("// ---- disassembly of %s ----\n", name);
     fputs(text, stdout);
@@ -148,7 +148,7 @@ static int dump_isa(dump_state *st, const uq_key *key, const char *name) {
               key->target, uq_last_error());
     st->warned_no_disasm = 1;
   } else {
-    code = uq_cli_fail(CMD, rc, "cannot disassemble");
+    code = cli_fail(CMD, rc, "cannot disassemble");
   }
   print_resources(key->target, &info, len);
   uq_free(text);
@@ -167,19 +167,19 @@ static int kind_from_name(const char *s, uint32_t *kind) {
   return -1;
 }
 
-int uq_cmd_dump(int argc, char **argv) {
-  uq_cli_shape in;
-  uq_cli_shape_init(&in);
+int cli_cmd_dump(int argc, char **argv) {
+  cli_shape in;
+  cli_shape_init(&in);
   const char *key_names[MAX_KEYS];
   size_t nkey_names = 0;
   const char *target = NULL, *cache_dir = NULL, *kind_text = NULL;
   int isa = 0, no_source = 0;
-  const uq_cli_flag flags[] = {
+  const cli_flag flags[] = {
       {"--isa", &isa, 1},
       {"--no-source", &no_source, 1},
       {NULL, NULL, 0},
   };
-  const uq_cli_text texts[] = {{"--kind", &kind_text},
+  const cli_text texts[] = {{"--kind", &kind_text},
                                {"--cache-dir", &cache_dir},
                                {NULL, NULL}};
   for (int i = 1; i < argc; i++) {
@@ -187,49 +187,49 @@ int uq_cmd_dump(int argc, char **argv) {
     int r;
     /* --target is read here, not by the shape flags, so that it can go
      * with --key as well. */
-    if ((r = uq_cli_option(CMD, argc, argv, &i, "--target", &v)) != 0) {
+    if ((r = cli_option(CMD, argc, argv, &i, "--target", &v)) != 0) {
       if (r < 0)
-        return UQ_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
       if (target != NULL)
-        return uq_cli_usage_error(CMD, "option '--target' given twice");
+        return cli_usage_error(CMD, "option '--target' given twice");
       if (!v[0])
-        return uq_cli_usage_error(CMD, "--target: empty target");
+        return cli_usage_error(CMD, "--target: empty target");
       target = v;
       continue;
     }
-    if ((r = uq_cli_option(CMD, argc, argv, &i, "--key", &v)) != 0) {
+    if ((r = cli_option(CMD, argc, argv, &i, "--key", &v)) != 0) {
       if (r < 0)
-        return UQ_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
       if (nkey_names == MAX_KEYS)
-        return uq_cli_usage_error(CMD, "at most %d --key options",
+        return cli_usage_error(CMD, "at most %d --key options",
                                   MAX_KEYS);
       key_names[nkey_names++] = v;
       continue;
     }
-    r = uq_cli_shape_command_arg(CMD, &in, texts, flags, dump_usage, argc, argv,
+    r = cli_shape_command_arg(CMD, &in, texts, flags, dump_usage, argc, argv,
                                  &i);
-    if (r != UQ_CLI_NEXT)
+    if (r != CLI_NEXT)
       return r;
   }
   uint32_t kind = 0;
   if (kind_text != NULL && kind_from_name(kind_text, &kind) != 0)
-    return uq_cli_usage_error(
+    return cli_usage_error(
         CMD, "--kind: '%s' is not decode, reduce, prologue, store or all",
         kind_text);
   if (no_source && !isa)
-    return uq_cli_usage_error(CMD, "--no-source needs --isa");
+    return cli_usage_error(CMD, "--no-source needs --isa");
 
   uq_key keys[MAX_KEYS];
   size_t nkeys = 0;
   if (nkey_names > 0) {
     if (in.seen != 0)
-      return uq_cli_usage_error(CMD, "--key replaces the shape options");
+      return cli_usage_error(CMD, "--key replaces the shape options");
     if (kind_text != NULL)
-      return uq_cli_usage_error(CMD, "--key names its own kind: drop --kind");
+      return cli_usage_error(CMD, "--key names its own kind: drop --kind");
     for (size_t k = 0; k < nkey_names; k++) {
       int rc = uq_key_parse(key_names[k], &keys[nkeys]);
       if (rc != 0)
-        return uq_cli_fail(CMD, rc, "cannot parse --key");
+        return cli_fail(CMD, rc, "cannot parse --key");
       if (target != NULL) {
         /* Taken as given: the library refuses a non-canonical spelling. */
         memset(keys[nkeys].target, 0, sizeof keys[nkeys].target);
@@ -239,23 +239,23 @@ int uq_cmd_dump(int argc, char **argv) {
       nkeys++;
     }
   } else {
-    if (uq_cli_shape_finish(CMD, &in) != 0)
-      return UQ_EXIT_USAGE;
+    if (cli_shape_finish(CMD, &in) != 0)
+      return CLI_EXIT_USAGE;
     uq_plan plan;
     int rc = uq_plan_make(&in.shape, target, &plan);
     if (rc != 0)
-      return uq_cli_fail(CMD, rc, "cannot plan this shape");
+      return cli_fail(CMD, rc, "cannot plan this shape");
     if (!plan.eligible) {
       fprintf(stderr, "uqjit dump: the shape is not eligible: %s\n",
               plan.reason);
-      return UQ_EXIT_FAILURE;
+      return CLI_EXIT_FAILURE;
     }
     if (kind == UQ_KERNEL_STORE) {
       rc = uq_store_key(in.shape.head_dim, in.shape.num_kv_heads,
                         plan.padded_slot, in.shape.q_dtype,
                         plan.kernels[0].target, &keys[nkeys]);
       if (rc != 0)
-        return uq_cli_fail(CMD, rc, "cannot make the store key");
+        return cli_fail(CMD, rc, "cannot make the store key");
       nkeys++;
     } else {
       for (int k = 0; k < plan.num_kernels; k++)
@@ -266,7 +266,7 @@ int uq_cmd_dump(int argc, char **argv) {
                 "uqjit dump: the plan has no %s kernel (the query rotation "
                 "is fused into the decode kernel)\n",
                 kind_text);
-        return UQ_EXIT_FAILURE;
+        return CLI_EXIT_FAILURE;
       }
     }
   }
@@ -274,22 +274,22 @@ int uq_cmd_dump(int argc, char **argv) {
   dump_state st;
   memset(&st, 0, sizeof st);
   st.cache_dir = cache_dir;
-  int code = UQ_EXIT_OK;
-  for (size_t k = 0; k < nkeys && code == UQ_EXIT_OK; k++) {
+  int code = CLI_EXIT_OK;
+  for (size_t k = 0; k < nkeys && code == CLI_EXIT_OK; k++) {
     char name[NAME_LEN];
     int len = uq_key_name(&keys[k], name, sizeof name);
     if (len < 0) {
-      code = uq_cli_fail(CMD, len, "cannot name a kernel");
+      code = cli_fail(CMD, len, "cannot name a kernel");
       break;
     }
     printf("%s// ==== %s kernel: %s ====\n", k ? "\n" : "",
-           uq_cli_kind_name(keys[k].kind), name);
+           cli_kind_name(keys[k].kind), name);
     if (!no_source) {
       char *src = NULL;
       size_t n = 0;
       int rc = uq_kernel_source(&keys[k], &src, &n);
       if (rc != 0) {
-        code = uq_cli_fail(CMD, rc, "cannot generate the source");
+        code = cli_fail(CMD, rc, "cannot generate the source");
         break;
       }
       fwrite(src, 1, n, stdout);

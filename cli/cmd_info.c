@@ -22,22 +22,22 @@ static void info_usage(FILE *out) {
           "  -h, --help                 this help\n");
 }
 
-int uq_cmd_info(int argc, char **argv) {
+int cli_cmd_info(int argc, char **argv) {
   int json = 0;
-  const uq_cli_flag flags[] = {{"--json", &json, 1}, {NULL, NULL, 0}};
+  const cli_flag flags[] = {{"--json", &json, 1}, {NULL, NULL, 0}};
   for (int i = 1; i < argc; i++) {
-    int r = uq_cli_other_arg(CMD, argv[i], flags, info_usage);
-    if (r != UQ_CLI_NEXT)
+    int r = cli_other_arg(CMD, argv[i], flags, info_usage);
+    if (r != CLI_NEXT)
       return r;
   }
   char *report = NULL;
   int rc = uq_info_report(&report);
   if (rc != 0)
-    return uq_cli_fail(CMD, rc, "cannot build the report");
+    return cli_fail(CMD, rc, "cannot build the report");
   if (!json) {
     fputs(report, stdout);
     uq_free(report);
-    return UQ_EXIT_OK;
+    return CLI_EXIT_OK;
   }
   /* A missing runtime is information here, not a failure. */
   int devices = 0;
@@ -47,16 +47,16 @@ int uq_cmd_info(int argc, char **argv) {
   if (uq_cache_default_dir(&dir) != 0)
     dir = NULL;
   printf("{\"version\": ");
-  uq_cli_json_string(stdout, uq_version_string());
+  cli_json_string(stdout, uq_version_string());
   printf(", \"devices\": %d, \"cache_dir\": ", devices);
   if (dir != NULL)
-    uq_cli_json_string(stdout, dir);
+    cli_json_string(stdout, dir);
   else
     printf("null");
   printf(", \"report\": ");
-  uq_cli_json_string(stdout, report);
+  cli_json_string(stdout, report);
   printf("}\n");
   uq_free(dir);
   uq_free(report);
-  return UQ_EXIT_OK;
+  return CLI_EXIT_OK;
 }

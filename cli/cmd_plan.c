@@ -25,7 +25,7 @@ static void plan_usage(FILE *out) {
           "no)\n"
           "with exit status 0.\n\n"
           "shape options:\n");
-  uq_cli_shape_help(out);
+  cli_shape_help(out);
   fprintf(out, "\nother options:\n"
                "  --json                     one JSON object on stdout\n"
                "  -h, --help                 this help\n");
@@ -33,7 +33,7 @@ static void plan_usage(FILE *out) {
 
 /* Shape facts the output needs beyond the plan. */
 typedef struct view {
-  const uq_cli_shape *in;
+  const cli_shape *in;
   const uq_plan *plan;
   const char *target; /* canonical when the plan has kernels */
   int64_t hk, hq, d;
@@ -111,7 +111,7 @@ static int print_text(const view *v) {
     int rc = kernel_name(&p->kernels[k], name);
     if (rc != 0)
       return rc;
-    printf("  %-9s %s\n", uq_cli_kind_name(p->kernels[k].kind), name);
+    printf("  %-9s %s\n", cli_kind_name(p->kernels[k].kind), name);
   }
   return 0;
 }
@@ -126,10 +126,10 @@ static int print_json(const view *v) {
   const uq_shape *s = &v->in->shape;
   printf("{\n  \"eligible\": %s,\n  \"reason\": ",
          p->eligible ? "true" : "false");
-  uq_cli_json_string(stdout, p->reason);
+  cli_json_string(stdout, p->reason);
   printf(",\n  \"target\": ");
-  uq_cli_json_string(stdout, v->target);
-  printf(",\n  \"dtype\": \"%s\"", uq_cli_dtype_name(s->q_dtype));
+  cli_json_string(stdout, v->target);
+  printf(",\n  \"dtype\": \"%s\"", cli_dtype_name(s->q_dtype));
   printf(",\n  \"batch\": %d,\n  \"num_q_heads\": %d,\n  \"num_kv_heads\": "
          "%d,\n  \"head_dim\": %d,\n  \"block_size\": %d,\n  "
          "\"max_blocks_per_seq\": %d",
@@ -162,32 +162,32 @@ static int print_json(const view *v) {
     if (rc != 0)
       return rc;
     printf("%s\n    {\"kind\": \"%s\", \"name\": ", k ? "," : "",
-           uq_cli_kind_name(p->kernels[k].kind));
-    uq_cli_json_string(stdout, name);
+           cli_kind_name(p->kernels[k].kind));
+    cli_json_string(stdout, name);
     printf("}");
   }
   printf("%s]\n}\n", p->num_kernels ? "\n  " : "");
   return 0;
 }
 
-int uq_cmd_plan(int argc, char **argv) {
-  uq_cli_shape in;
-  uq_cli_shape_init(&in);
+int cli_cmd_plan(int argc, char **argv) {
+  cli_shape in;
+  cli_shape_init(&in);
   int json = 0;
-  const uq_cli_flag flags[] = {{"--json", &json, 1}, {NULL, NULL, 0}};
+  const cli_flag flags[] = {{"--json", &json, 1}, {NULL, NULL, 0}};
   for (int i = 1; i < argc; i++) {
-    int r = uq_cli_shape_command_arg(CMD, &in, NULL, flags, plan_usage, argc,
+    int r = cli_shape_command_arg(CMD, &in, NULL, flags, plan_usage, argc,
                                      argv, &i);
-    if (r != UQ_CLI_NEXT)
+    if (r != CLI_NEXT)
       return r;
   }
-  if (uq_cli_shape_finish(CMD, &in) != 0)
-    return UQ_EXIT_USAGE;
+  if (cli_shape_finish(CMD, &in) != 0)
+    return CLI_EXIT_USAGE;
 
   uq_plan plan;
   int rc = uq_plan_make(&in.shape, in.target, &plan);
   if (rc != 0)
-    return uq_cli_fail(CMD, rc, "cannot plan this shape");
+    return cli_fail(CMD, rc, "cannot plan this shape");
   view v = {
       .in = &in,
       .plan = &plan,
@@ -200,6 +200,6 @@ int uq_cmd_plan(int argc, char **argv) {
   };
   rc = json ? print_json(&v) : print_text(&v);
   if (rc != 0)
-    return uq_cli_fail(CMD, rc, "cannot name a kernel");
-  return UQ_EXIT_OK;
+    return cli_fail(CMD, rc, "cannot name a kernel");
+  return CLI_EXIT_OK;
 }

@@ -8,7 +8,7 @@
 
 #include "cli/cli.h"
 
-int uq_tool_parse_list(const char *cmd, const char *flag, const char *text,
+int cli_parse_list(const char *cmd, const char *flag, const char *text,
                        int64_t min, int64_t max, int64_t *out, size_t cap,
                        size_t *n) {
   *n = 0;
@@ -18,17 +18,17 @@ int uq_tool_parse_list(const char *cmd, const char *flag, const char *text,
     size_t len = comma ? (size_t)(comma - p) : strlen(p);
     char item[32];
     if (len == 0 || len >= sizeof item) {
-      uq_cli_usage_error(cmd, "%s: '%s' is not a comma-separated list", flag,
+      cli_usage_error(cmd, "%s: '%s' is not a comma-separated list", flag,
                          text);
       return -1;
     }
     if (*n == cap) {
-      uq_cli_usage_error(cmd, "%s: more than %zu values", flag, cap);
+      cli_usage_error(cmd, "%s: more than %zu values", flag, cap);
       return -1;
     }
     memcpy(item, p, len);
     item[len] = '\0';
-    if (uq_cli_parse_i64(cmd, flag, item, min, max, &out[*n]) != 0)
+    if (cli_parse_i64(cmd, flag, item, min, max, &out[*n]) != 0)
       return -1;
     *n += 1;
     if (comma == NULL)
@@ -37,7 +37,7 @@ int uq_tool_parse_list(const char *cmd, const char *flag, const char *text,
   }
 }
 
-int uq_tool_parse_size(const char *cmd, const char *flag, const char *text,
+int cli_parse_size(const char *cmd, const char *flag, const char *text,
                        uint64_t *out) {
   size_t len = strlen(text);
   uint64_t mult = 1;
@@ -52,46 +52,46 @@ int uq_tool_parse_size(const char *cmd, const char *flag, const char *text,
     }
   }
   if (len == 0 || len >= sizeof digits) {
-    uq_cli_usage_error(cmd, "%s: '%s' is not a size (BYTES, or with K/M/G)",
+    cli_usage_error(cmd, "%s: '%s' is not a size (BYTES, or with K/M/G)",
                        flag, text);
     return -1;
   }
   memcpy(digits, text, len);
   digits[len] = '\0';
   int64_t v;
-  if (uq_cli_parse_i64(cmd, flag, digits, 0, INT64_MAX, &v) != 0)
+  if (cli_parse_i64(cmd, flag, digits, 0, INT64_MAX, &v) != 0)
     return -1;
   if ((uint64_t)v > UINT64_MAX / mult) {
-    uq_cli_usage_error(cmd, "%s: '%s' is too large", flag, text);
+    cli_usage_error(cmd, "%s: '%s' is too large", flag, text);
     return -1;
   }
   *out = (uint64_t)v * mult;
   return 0;
 }
 
-double uq_tool_now(void) {
+double cli_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void uq_tool_rng_seed(uq_tool_rng *r, uint64_t seed) { r->state = seed; }
+void cli_rng_seed(cli_rng *r, uint64_t seed) { r->state = seed; }
 
-uint64_t uq_tool_rng_next(uq_tool_rng *r) {
+uint64_t cli_rng_next(cli_rng *r) {
   uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
 
-double uq_tool_rng_normal(uq_tool_rng *r) {
+double cli_rng_normal(cli_rng *r) {
   /* 53-bit uniforms in (0, 1]: log(0) never happens. */
-  double u1 = ((double)(uq_tool_rng_next(r) >> 11) + 1.0) * 0x1p-53;
-  double u2 = (double)(uq_tool_rng_next(r) >> 11) * 0x1p-53;
+  double u1 = ((double)(cli_rng_next(r) >> 11) + 1.0) * 0x1p-53;
+  double u2 = (double)(cli_rng_next(r) >> 11) * 0x1p-53;
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-size_t uq_tool_query_elems(const uq_shape *s) {
+size_t cli_query_elems(const uq_shape *s) {
   int64_t head = s->q_stride_head ? s->q_stride_head : s->head_dim;
   int64_t seq = s->q_stride_seq ? s->q_stride_seq
                                 : (int64_t)s->num_q_heads * s->head_dim;
@@ -108,7 +108,7 @@ static double from_half(uq_dtype dtype, uint16_t h) {
   return dtype == UQ_DTYPE_FP16 ? uq_fp16_to_float(h) : uq_bf16_to_float(h);
 }
 
-void uq_tool_problem_free(uq_tool_problem *p) {
+void cli_problem_free(cli_problem *p) {
   free(p->seq_lens);
   free(p->block_table);
   free(p->slot_mapping);
@@ -118,7 +118,7 @@ void uq_tool_problem_free(uq_tool_problem *p) {
   memset(p, 0, sizeof *p);
 }
 
-int uq_tool_problem_make(uq_tool_problem *p, const uq_shape *shape,
+int cli_problem_make(cli_problem *p, const uq_shape *shape,
                          const int32_t *seq_lens, uint64_t seed) {
   memset(p, 0, sizeof *p);
   p->shape = *shape;
@@ -140,7 +140,7 @@ int uq_tool_problem_make(uq_tool_problem *p, const uq_shape *shape,
   }
   p->cache_bytes =
       (size_t)(p->num_blocks * bs * hk * (int64_t)s->padded_slot);
-  p->query_elems = uq_tool_query_elems(s);
+  p->query_elems = cli_query_elems(s);
   size_t rows = (size_t)(p->num_tokens * hk * d);
   p->seq_lens = malloc((size_t)b * sizeof *p->seq_lens);
   p->block_table = calloc((size_t)(b * mb), sizeof *p->block_table);
@@ -152,16 +152,16 @@ int uq_tool_problem_make(uq_tool_problem *p, const uq_shape *shape,
   if (!p->seq_lens || !p->block_table || !p->slot_mapping || !p->k ||
       !p->v || !p->query || !perm) {
     free(perm);
-    uq_tool_problem_free(p);
+    cli_problem_free(p);
     return UQ_ENOMEM;
   }
-  uq_tool_rng rng;
-  uq_tool_rng_seed(&rng, seed);
+  cli_rng rng;
+  cli_rng_seed(&rng, seed);
   /* Shuffled physical blocks, so the block table is really exercised. */
   for (int64_t i = 0; i < p->num_blocks; i++)
     perm[i] = i;
   for (int64_t i = p->num_blocks - 1; i > 0; i--) {
-    int64_t j = (int64_t)(uq_tool_rng_next(&rng) % (uint64_t)(i + 1));
+    int64_t j = (int64_t)(cli_rng_next(&rng) % (uint64_t)(i + 1));
     int64_t t = perm[i];
     perm[i] = perm[j];
     perm[j] = t;
@@ -177,15 +177,15 @@ int uq_tool_problem_make(uq_tool_problem *p, const uq_shape *shape,
   }
   free(perm);
   for (size_t i = 0; i < rows; i++) {
-    p->k[i] = to_half(s->q_dtype, uq_tool_rng_normal(&rng));
-    p->v[i] = to_half(s->q_dtype, uq_tool_rng_normal(&rng));
+    p->k[i] = to_half(s->q_dtype, cli_rng_normal(&rng));
+    p->v[i] = to_half(s->q_dtype, cli_rng_normal(&rng));
   }
   for (size_t i = 0; i < p->query_elems; i++)
-    p->query[i] = to_half(s->q_dtype, uq_tool_rng_normal(&rng));
+    p->query[i] = to_half(s->q_dtype, cli_rng_normal(&rng));
   return 0;
 }
 
-double uq_tool_rel_l2(uq_dtype dtype, const uint16_t *out, const double *ref,
+double cli_rel_l2(uq_dtype dtype, const uint16_t *out, const double *ref,
                       size_t n, double *max_abs, size_t *bad) {
   double num = 0.0, den = 0.0;
   for (size_t i = 0; i < n; i++) {
@@ -205,7 +205,7 @@ double uq_tool_rel_l2(uq_dtype dtype, const uint16_t *out, const double *ref,
   return sqrt(num / den);
 }
 
-const char *uq_tool_bytes(uint64_t bytes, char *buf, size_t n) {
+const char *cli_bytes(uint64_t bytes, char *buf, size_t n) {
   static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = (double)bytes;
   int u = 0;
@@ -220,7 +220,7 @@ const char *uq_tool_bytes(uint64_t bytes, char *buf, size_t n) {
   return buf;
 }
 
-int uq_tool_compile_context(const char *target, const char *cache_dir,
+int cli_compile_context(const char *target, const char *cache_dir,
                             uq_context **out) {
   uq_context_options o;
   uq_context_options_init(&o);

@@ -32,7 +32,7 @@ static void warm_usage(FILE *out) {
           "rows (and --dtype rows). Needs no GPU. Keys are deduplicated.\n"
           "Exit status 1 when any kernel failed.\n\n"
           "shape options:\n");
-  uq_cli_shape_help(out);
+  cli_shape_help(out);
   fprintf(out,
           "\nother options:\n"
           "  --batch-sizes LIST         comma-separated batch sizes, e.g. "
@@ -86,55 +86,55 @@ static int add_key(uq_key *keys, size_t *n, size_t cap, const uq_key *k) {
   return 0;
 }
 
-int uq_cmd_warm(int argc, char **argv) {
-  uq_cli_shape in;
-  uq_cli_shape_init(&in);
+int cli_cmd_warm(int argc, char **argv) {
+  cli_shape in;
+  cli_shape_init(&in);
   int64_t batches[MAX_BATCHES];
   size_t nbatches = 0;
   char target_buf[1024] = "";
   const char *cache_dir = NULL;
   int json = 0, have_sizes = 0;
   int32_t jobs = 0;
-  const uq_cli_flag flags[] = {{"--json", &json, 1}, {NULL, NULL, 0}};
+  const cli_flag flags[] = {{"--json", &json, 1}, {NULL, NULL, 0}};
   for (int i = 1; i < argc; i++) {
     const char *v;
     int r;
-    if ((r = uq_cli_option(CMD, argc, argv, &i, "--target", &v)) != 0) {
+    if ((r = cli_option(CMD, argc, argv, &i, "--target", &v)) != 0) {
       if (r < 0)
-        return UQ_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
       size_t used = strlen(target_buf);
       if (!v[0] || used + strlen(v) + 2 > sizeof target_buf)
-        return uq_cli_usage_error(CMD, "--target: '%s' is not a target list",
+        return cli_usage_error(CMD, "--target: '%s' is not a target list",
                                   v);
       snprintf(target_buf + used, sizeof target_buf - used, "%s%s",
                used ? "," : "", v);
       continue;
     }
-    if ((r = uq_cli_option(CMD, argc, argv, &i, "--batch-sizes", &v)) != 0) {
+    if ((r = cli_option(CMD, argc, argv, &i, "--batch-sizes", &v)) != 0) {
       if (r < 0)
-        return UQ_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
       if (have_sizes)
-        return uq_cli_usage_error(CMD, "option '--batch-sizes' given twice");
+        return cli_usage_error(CMD, "option '--batch-sizes' given twice");
       have_sizes = 1;
-      if (uq_tool_parse_list(CMD, "--batch-sizes", v, 1, INT32_MAX, batches,
+      if (cli_parse_list(CMD, "--batch-sizes", v, 1, INT32_MAX, batches,
                              MAX_BATCHES, &nbatches) != 0)
-        return UQ_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
       continue;
     }
-    if ((r = uq_cli_option(CMD, argc, argv, &i, "--cache-dir", &v)) != 0) {
+    if ((r = cli_option(CMD, argc, argv, &i, "--cache-dir", &v)) != 0) {
       if (r < 0)
-        return UQ_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
       cache_dir = v;
       continue;
     }
-    if ((r = uq_cli_option(CMD, argc, argv, &i, "--jobs", &v)) != 0) {
-      if (r < 0 || uq_cli_parse_i32(CMD, "--jobs", v, 0, 256, &jobs) != 0)
-        return UQ_EXIT_USAGE;
+    if ((r = cli_option(CMD, argc, argv, &i, "--jobs", &v)) != 0) {
+      if (r < 0 || cli_parse_i32(CMD, "--jobs", v, 0, 256, &jobs) != 0)
+        return CLI_EXIT_USAGE;
       continue;
     }
-    r = uq_cli_shape_command_arg(CMD, &in, NULL, flags, warm_usage, argc, argv,
+    r = cli_shape_command_arg(CMD, &in, NULL, flags, warm_usage, argc, argv,
                                  &i);
-    if (r != UQ_CLI_NEXT)
+    if (r != CLI_NEXT)
       return r;
   }
   /* --batch-sizes stands in for the required --batch. */
@@ -142,13 +142,13 @@ int uq_cmd_warm(int argc, char **argv) {
     char fake_arg[] = "--batch=1";
     char *fake[] = {fake_arg, NULL};
     int j = 0;
-    if (uq_cli_shape_option(CMD, &in, 1, fake, &j) != 1)
-      return UQ_EXIT_USAGE;
+    if (cli_shape_option(CMD, &in, 1, fake, &j) != 1)
+      return CLI_EXIT_USAGE;
   } else if (in.shape.batch > 0 && nbatches < MAX_BATCHES) {
     batches[nbatches++] = in.shape.batch;
   }
-  if (uq_cli_shape_finish(CMD, &in) != 0)
-    return UQ_EXIT_USAGE;
+  if (cli_shape_finish(CMD, &in) != 0)
+    return CLI_EXIT_USAGE;
 
   const char *targets[MAX_TARGETS];
   size_t ntargets = 0;
@@ -157,11 +157,11 @@ int uq_cmd_warm(int argc, char **argv) {
   for (char *save = NULL, *t = strtok_r(target_buf, ",", &save); t;
        t = strtok_r(NULL, ",", &save)) {
     if (ntargets == MAX_TARGETS)
-      return uq_cli_usage_error(CMD, "at most %d targets", MAX_TARGETS);
+      return cli_usage_error(CMD, "at most %d targets", MAX_TARGETS);
     targets[ntargets++] = t;
   }
   if (ntargets == 0)
-    return uq_cli_usage_error(CMD, "--target: no target given");
+    return cli_usage_error(CMD, "--target: no target given");
 
   /* One context per target (its canonical name may differ from the text). */
   size_t cap = MAX_BATCHES * UQ_PLAN_MAX_KERNELS + 2;
@@ -171,14 +171,14 @@ int uq_cmd_warm(int argc, char **argv) {
   size_t *key_count = calloc(ntargets, sizeof *key_count);
   char *dir_owned = NULL;
   uq_key *all = NULL;
-  int code = UQ_EXIT_OK;
+  int code = CLI_EXIT_OK;
   if (!keys || !ctxs || !key_start || !key_count) {
-    code = uq_cli_fail(CMD, UQ_ENOMEM, "out of memory");
+    code = cli_fail(CMD, UQ_ENOMEM, "out of memory");
     goto done;
   }
   all = calloc(cap * ntargets, sizeof *all);
   if (all == NULL) {
-    code = uq_cli_fail(CMD, UQ_ENOMEM, "out of memory");
+    code = cli_fail(CMD, UQ_ENOMEM, "out of memory");
     goto done;
   }
   size_t nall = 0;
@@ -194,7 +194,7 @@ int uq_cmd_warm(int argc, char **argv) {
       uq_plan plan;
       int rc = uq_plan_make(&s, targets[t], &plan);
       if (rc != 0) {
-        code = uq_cli_fail(CMD, rc, "cannot plan this shape");
+        code = cli_fail(CMD, rc, "cannot plan this shape");
         goto done;
       }
       if (!plan.eligible) {
@@ -202,7 +202,7 @@ int uq_cmd_warm(int argc, char **argv) {
                 "uqjit warm: batch %lld is not eligible for the fast path: "
                 "%s\n",
                 (long long)batches[bi], plan.reason);
-        code = UQ_EXIT_FAILURE;
+        code = CLI_EXIT_FAILURE;
         goto done;
       }
       padded = plan.padded_slot;
@@ -217,15 +217,15 @@ int uq_cmd_warm(int argc, char **argv) {
       int rc = uq_store_key(in.shape.head_dim, in.shape.num_kv_heads, padded,
                             dts[d], canon_buf, &sk);
       if (rc != 0) {
-        code = uq_cli_fail(CMD, rc, "cannot make the store key");
+        code = cli_fail(CMD, rc, "cannot make the store key");
         goto done;
       }
       if (add_key(keys, &n, cap, &sk) != 0)
         goto toomany;
     }
-    int rc = uq_tool_compile_context(canon_buf, cache_dir, &ctxs[t]);
+    int rc = cli_compile_context(canon_buf, cache_dir, &ctxs[t]);
     if (rc != 0) {
-      code = uq_cli_fail(CMD, rc, "cannot create a compile context");
+      code = cli_fail(CMD, rc, "cannot create a compile context");
       goto done;
     }
     key_start[t] = nall;
@@ -239,7 +239,7 @@ int uq_cmd_warm(int argc, char **argv) {
   memset(&total, 0, sizeof total);
   int first_rc = 0;
   char first_detail[2048] = "";
-  double t0 = uq_tool_now();
+  double t0 = cli_now();
   for (size_t t = 0; t < ntargets; t++) {
     uq_compile_summary sum;
     int rc = uq_compile_keys(ctxs[t], all + key_start[t], key_count[t], jobs,
@@ -254,7 +254,7 @@ int uq_cmd_warm(int argc, char **argv) {
     total.hits += sum.hits;
     total.failed += sum.failed;
   }
-  total.seconds = uq_tool_now() - t0;
+  total.seconds = cli_now() - t0;
   if (ps.tty)
     fprintf(stderr, "\r\033[K");
 
@@ -271,11 +271,11 @@ int uq_cmd_warm(int argc, char **argv) {
            (unsigned long long)total.keys, (unsigned long long)total.compiled,
            (unsigned long long)total.hits, (unsigned long long)total.failed,
            total.seconds);
-    uq_cli_json_string(stdout, dir_shown);
+    cli_json_string(stdout, dir_shown);
     printf(", \"targets\": [");
     for (size_t t = 0; t < ntargets; t++) {
       printf("%s", t ? ", " : "");
-      uq_cli_json_string(stdout, uq_context_target(ctxs[t]));
+      cli_json_string(stdout, uq_context_target(ctxs[t]));
     }
     printf("], \"batch_sizes\": [");
     for (size_t b = 0; b < nbatches; b++)
@@ -298,11 +298,11 @@ int uq_cmd_warm(int argc, char **argv) {
     fprintf(stderr, "uqjit warm: %llu kernel(s) failed: %s%s%s\n",
             (unsigned long long)total.failed, uq_strerror(first_rc),
             first_detail[0] ? ": " : "", first_detail);
-    code = UQ_EXIT_FAILURE;
+    code = CLI_EXIT_FAILURE;
   }
   goto done;
 toomany:
-  code = uq_cli_usage_error(CMD, "too many kernels");
+  code = cli_usage_error(CMD, "too many kernels");
 done:
   if (ctxs != NULL)
     for (size_t t = 0; t < ntargets; t++)

@@ -21,19 +21,19 @@ typedef struct command {
 /* Add a row per command (see tools/commands.h); keep "help" last. Only
  * commands whose file is built may be listed. */
 static const command commands[] = {
-    {"plan", uq_cmd_plan,
+    {"plan", cli_cmd_plan,
      "show the launch plan of a decode shape (partitions, grids, workspace, "
      "kernel keys)"},
-    {"dump", uq_cmd_dump,
+    {"dump", cli_cmd_dump,
      "print a kernel's generated source, and its ISA and resource usage"},
-    {"warm", uq_cmd_warm,
+    {"warm", cli_cmd_warm,
      "compile a deployment's kernels into a cache directory (no GPU needed)"},
-    {"cache", uq_cmd_cache, "list, verify, prune or summarise a cache"},
-    {"info", uq_cmd_info,
+    {"cache", cli_cmd_cache, "list, verify, prune or summarise a cache"},
+    {"info", cli_cmd_info,
      "report compilers, runtimes, devices and cache directories"},
-    {"demo", uq_cmd_demo,
+    {"demo", cli_cmd_demo,
      "plan, store, decode and verify a small problem (GPU, else CPU)"},
-    {"bench", uq_cmd_bench,
+    {"bench", cli_cmd_bench,
      "time decodes over a sweep of shapes against the copy bandwidth (GPU)"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "show this help, or a command's help"},
@@ -59,24 +59,24 @@ static const command *find_command(const char *name) {
 static int cmd_version(int argc, char **argv) {
   if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
     printf("usage: uqjit version\n\nPrints the library version.\n");
-    return UQ_EXIT_OK;
+    return CLI_EXIT_OK;
   }
   if (argc > 1)
-    return uq_cli_usage_error("version", "unexpected argument '%s'", argv[1]);
+    return cli_usage_error("version", "unexpected argument '%s'", argv[1]);
   printf("uqjit %s\n", uq_version_string());
-  return UQ_EXIT_OK;
+  return CLI_EXIT_OK;
 }
 
 static int cmd_help(int argc, char **argv) {
   if (argc == 1) {
     usage(stdout);
-    return UQ_EXIT_OK;
+    return CLI_EXIT_OK;
   }
   const command *c = argc == 2 ? find_command(argv[1]) : NULL;
   if (c == NULL || c->run == cmd_help) {
     fprintf(stderr, "uqjit help: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
-    return UQ_EXIT_USAGE;
+    return CLI_EXIT_USAGE;
   }
   char name[64];
   char flag[] = "-h";
@@ -107,10 +107,10 @@ int main(int argc, char **argv) {
   int rc;
   if (argc < 2) {
     usage(stderr);
-    rc = UQ_EXIT_USAGE;
+    rc = CLI_EXIT_USAGE;
   } else if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
     usage(stdout);
-    rc = UQ_EXIT_OK;
+    rc = CLI_EXIT_OK;
   } else if (!strcmp(argv[1], "--version")) {
     rc = cmd_version(1, argv + 1);
   } else {
@@ -118,12 +118,12 @@ int main(int argc, char **argv) {
     if (c == NULL) {
       fprintf(stderr, "uqjit: unknown command '%s'\n\n", argv[1]);
       usage(stderr);
-      rc = UQ_EXIT_USAGE;
+      rc = CLI_EXIT_USAGE;
     } else {
       rc = c->run(argc - 1, argv + 1);
     }
   }
-  if (close_stdout() != 0 && rc == UQ_EXIT_OK)
-    rc = UQ_EXIT_FAILURE;
+  if (close_stdout() != 0 && rc == CLI_EXIT_OK)
+    rc = CLI_EXIT_FAILURE;
   return rc;
 }
