@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Checks every quoted #include of the C sources against the layer order.
+
+Usage: check-includes.py [--root DIR]
+
+Each folder below is one stage of the pipeline and may include only its own
+files, the public "uqjit.h" and the folders listed for it, all of which sit
+below it. Every other quoted include must name a path from the repository
+root ("lib/base/error.h"): one include style, and the folder of each header
+is visible at the include. Angle-bracket includes (system and library
+headers) are not checked.
+
+Exits 0 when every include is allowed, 1 listing each one that points up or
+sideways or is not spelled from the root, 2 on wrong usage.
+"""
+import os
+import re
+import sys
+
+# (folder, folders it may include), from the bottom of the stack up.
+LIB = ["lib/base", "lib/format", "lib/codegen", "lib/cache", "lib/compile",
+       "lib/gpu", "lib/runtime"]
+LAYERS = [
+    ("lib/base", []),
+    ("lib/format", ["lib/base"]),
+    ("lib/codegen", ["lib/base", "lib/format"]),
+    ("lib/cache", ["lib/base"]),
+    ("lib/compile", ["lib/base", "lib/codegen"]),
+    ("lib/gpu", ["lib/base"]),
+    ("lib/runtime", LIB[:-1] + ["templates/common"]),
+    # The support library and the command see the library only through
+    # the public header.
+    ("tests/support", []),
+    ("cli", ["tests/support"]),
+    # Benchmarks and tests may reach everything below them.
+    ("bench", LIB + ["templates", "tests", "cli"]),
+    ("tests", LIB + ["templates", "cli"]),
+]
+PUBLIC = {"uqjit.h"}
+# Headers made by the build (meson's configure_file), by their root path.
+GENERATED = {"lib/base/uq_config.h"}
+SOURCES = (".c", ".h")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def layer_of(path):
+    """The most specific folder of LAYERS that holds path, or None."""
+    best = None
+    for folder, allowed in LAYERS:
+        if path == folder or path.startswith(folder + "/"):
+            if best is None or len(folder) > len(best[0]):
+                best = (folder, allowed)
+    return best
+
+
+def within(path, folder):
+    return path == folder or path.startswith(folder + "/")
+
+
+def check_file(root, rel):
+    """The problems of one source file, as printable lines."""
+    layer = layer_of(rel)
+    if layer is None:
+        return []
+    folder, allowed = layer
+    problems = []
+    with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            target = m.group(1)
+            where = "%s:%d: \"%s\"" % (rel, n, target)
+            if target in PUBLIC:
+                continue
+            parts = target.split("/")
+            if target.startswith("/") or "." in parts or ".." in parts:
+                problems.append("%s: not a path from the repository root" % where)
+                continue
+            if target not in GENERATED and not os.path.isfile(os.path.join(root, target)):
+                problems.append("%s: no such file from the repository root "
+                                "(spell includes as lib/..., cli/..., tests/...)" % where)
+                continue
+            if within(target, folder):
+                continue
+            if any(within(target, a) for a in allowed):
+                continue
+            below = ", ".join(allowed) if allowed else "only its own files and uqjit.h"
+            problems.append("%s: %s may not include %s (allowed: %s)"
+                            % (where, folder, os.path.dirname(target), below))
+    return problems
+
+
+def walk(root):
+    for top in sorted({f.split("/")[0] for f, _ in LAYERS}):
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if name.endswith(SOURCES):
+                    yield os.path.relpath(os.path.join(dirpath, name), root)
+
+
+def main(argv):
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    args = argv[1:]
+    if args[:1] == ["--root"] and len(args) == 2:
+        root = args[1]
+    elif args:
+        sys.stderr.write("usage: check-includes.py [--root DIR]\n")
+        return 2
+    root = os.path.abspath(root)
+    problems = []
+    count = 0
+    for rel in walk(root):
+        count += 1
+        problems.extend(check_file(root, rel))
+    for p in problems:
+        print(p)
+    if problems:
+        print("check-includes: %d include(s) against the layer order in %d files"
+              % (len(problems), count))
+        return 1
+    print("check-includes: %d files, every include follows the layer order" % count)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
