@@ -181,8 +181,9 @@ typedef struct dump_options {
 } dump_options;
 
 /* --target and --key. CLI_NEXT when argv[*i] was taken, 0 when it is
- * neither, else the exit status. --target is read here, not by the shape
- * flags, so that it can go with --key as well. */
+ * neither, else the exit status (a usage error, so 0 is free). --target is
+ * read here, not by the shape flags, so that it can go with --key as
+ * well. */
 static int dump_parse_own(dump_options *o, int argc, char **argv, int *i) {
   const char *v;
   int r;

@@ -102,7 +102,8 @@ typedef struct warm_options {
 } warm_options;
 
 /* The options with values that are warm's own. CLI_NEXT when argv[*i] was
- * taken, 0 when it is not one of them, else the exit status. */
+ * taken, 0 when it is not one of them, else the exit status (a usage
+ * error: none of them ends the command with CLI_EXIT_OK, so 0 is free). */
 static int warm_parse_own(warm_options *o, int argc, char **argv, int *i) {
   const char *v;
   int r;
