@@ -115,168 +115,214 @@ static void print_dir_json(const char *dir) {
   cli_json_string(stdout, dir);
 }
 
-int cli_cmd_cache(int argc, char **argv) {
+/* ---- the subcommands: run, then print ---- */
+
+typedef struct cache_options cache_options;
+
+/* ls prints while it lists: a cache may be large, and the entries already
+ * printed stay useful when the listing fails part way. */
+static int cache_ls(const cache_options *o, const char *dir);
+static int cache_verify(const cache_options *o, const char *dir);
+static int cache_prune(const cache_options *o, const char *dir);
+static int cache_stats(const cache_options *o, const char *dir);
+
+typedef struct cache_subcommand {
+  const char *name;
+  /* Does the work on the cache directory `dir` and prints the result.
+   * Returns the exit status. */
+  int (*run)(const cache_options *o, const char *dir);
+  int takes_max_size; /* --max-size is accepted (and required) */
+} cache_subcommand;
+
+static const cache_subcommand subcommands[] = {
+    {"ls", cache_ls, 0},
+    {"verify", cache_verify, 0},
+    {"prune", cache_prune, 1},
+    {"stats", cache_stats, 0},
+};
+#define SUBCOMMAND_COUNT (sizeof subcommands / sizeof subcommands[0])
+
+struct cache_options {
+  const cache_subcommand *sub;
+  const char *dir; /* --cache-dir, or NULL: the library's default */
+  int json;
+  int have_max;
+  uint64_t max_size;
+};
+
+static int cache_ls(const cache_options *o, const char *dir) {
+  ls_state st = {o->json, 0};
+  if (o->json) {
+    printf("{");
+    print_dir_json(dir);
+    printf(", \"entries\": [");
+  }
+  int rc = uq_cache_list(dir, ls_visit, &st);
+  if (o->json)
+    printf("%s]}\n", st.n ? "\n" : "");
+  if (rc != 0)
+    return cli_fail(CMD, rc, "cannot list the cache");
+  return CLI_EXIT_OK;
+}
+
+static int cache_verify(const cache_options *o, const char *dir) {
+  uint64_t good = 0, bad = 0;
+  int rc = uq_cache_verify(dir, &good, &bad);
+  if (rc != 0)
+    return cli_fail(CMD, rc, "cannot verify the cache");
+  if (o->json) {
+    printf("{");
+    print_dir_json(dir);
+    printf(", \"good\": %" PRIu64 ", \"bad\": %" PRIu64 "}\n", good, bad);
+  } else {
+    printf("%s: %" PRIu64 " good, %" PRIu64 " bad\n", dir, good, bad);
+  }
+  if (bad == 0)
+    return CLI_EXIT_OK;
+  fprintf(stderr,
+          "uqjit cache: %" PRIu64 " bad entr%s (`uqjit cache prune` "
+          "removes them; `uqjit cache ls` names them)\n",
+          bad, bad == 1 ? "y" : "ies");
+  return CLI_EXIT_FAILURE;
+}
+
+static int cache_prune(const cache_options *o, const char *dir) {
+  uint64_t removed = 0, left = 0;
+  int rc = uq_cache_prune(dir, o->max_size, &removed, &left);
+  if (rc != 0)
+    return cli_fail(CMD, rc, "cannot prune the cache");
+  if (o->json) {
+    printf("{");
+    print_dir_json(dir);
+    printf(", \"removed\": %" PRIu64 ", \"bytes_left\": %" PRIu64 "}\n",
+           removed, left);
+  } else {
+    char h[32];
+    printf("%s: removed %" PRIu64 " file%s, %" PRIu64 " bytes (%s) left\n",
+           dir, removed, removed == 1 ? "" : "s", left,
+           cli_bytes(left, h, sizeof h));
+  }
+  return CLI_EXIT_OK;
+}
+
+static void stats_print_json(const char *dir, const stats_state *st) {
+  printf("{");
+  print_dir_json(dir);
+  printf(", \"entries\": %" PRIu64 ", \"bytes\": %" PRIu64
+         ", \"bad\": %" PRIu64 ", \"targets\": {",
+         st->entries, st->bytes, st->bad);
+  for (size_t i = 0; i < st->n; i++) {
+    printf("%s", i ? ", " : "");
+    cli_json_string(stdout, st->per[i].target);
+    printf(": {\"entries\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
+           st->per[i].entries, st->per[i].bytes);
+  }
+  printf("}}\n");
+}
+
+static void stats_print_text(const char *dir, const stats_state *st) {
+  char h[32];
+  printf("cache:    %s\nentries:  %" PRIu64 " (%" PRIu64 " bad)\n"
+         "bytes:    %" PRIu64 " (%s)\n",
+         dir, st->entries, st->bad, st->bytes,
+         cli_bytes(st->bytes, h, sizeof h));
+  for (size_t i = 0; i < st->n; i++)
+    printf("  %-22s %6" PRIu64 " entries %12" PRIu64 " bytes\n",
+           st->per[i].target, st->per[i].entries, st->per[i].bytes);
+}
+
+static int cache_stats(const cache_options *o, const char *dir) {
+  stats_state *st = calloc(1, sizeof *st);
+  if (st == NULL)
+    return cli_fail(CMD, UQ_ENOMEM, "out of memory");
+  int code = CLI_EXIT_OK;
+  int rc = uq_cache_list(dir, stats_visit, st);
+  if (rc != 0)
+    code = cli_fail(CMD, rc, "cannot read the cache");
+  else if (o->json)
+    stats_print_json(dir, st);
+  else
+    stats_print_text(dir, st);
+  free(st);
+  return code;
+}
+
+/* ---- parse ---- */
+
+/* One argument after the subcommand. CLI_NEXT when taken (*i advanced past
+ * any value), otherwise the exit status. */
+static int cache_parse_arg(cache_options *o, int argc, char **argv, int *i) {
+  const char *v;
+  int r;
+  if ((r = cli_option(CMD, argc, argv, i, "--cache-dir", &v)) != 0) {
+    if (r < 0)
+      return CLI_EXIT_USAGE;
+    o->dir = v;
+    return CLI_NEXT;
+  }
+  if (o->sub->takes_max_size &&
+      (r = cli_option(CMD, argc, argv, i, "--max-size", &v)) != 0) {
+    if (r < 0 || cli_parse_size(CMD, "--max-size", v, &o->max_size) != 0)
+      return CLI_EXIT_USAGE;
+    o->have_max = 1;
+    return CLI_NEXT;
+  }
+  const char *arg = argv[*i];
+  if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+    cache_usage(stdout);
+    return CLI_EXIT_OK;
+  }
+  if (!strcmp(arg, "--json")) {
+    o->json = 1;
+    return CLI_NEXT;
+  }
+  if (arg[0] == '-')
+    return cli_usage_error(CMD, "unknown option '%s' for '%s'", arg,
+                           o->sub->name);
+  return cli_usage_error(CMD, "unexpected argument '%s'", arg);
+}
+
+/* argv -> *o. CLI_NEXT when the subcommand should run; otherwise the exit
+ * status (help printed, or a usage error printed). */
+static int cache_parse(int argc, char **argv, cache_options *o) {
+  memset(o, 0, sizeof *o);
   if (argc < 2)
     return cli_usage_error(CMD, "missing subcommand (ls, verify, prune "
-                                   "or stats)");
+                                "or stats)");
   const char *sub = argv[1];
   if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
     cache_usage(stdout);
     return CLI_EXIT_OK;
   }
-  enum { LS, VERIFY, PRUNE, STATS } which;
-  if (!strcmp(sub, "ls"))
-    which = LS;
-  else if (!strcmp(sub, "verify"))
-    which = VERIFY;
-  else if (!strcmp(sub, "prune"))
-    which = PRUNE;
-  else if (!strcmp(sub, "stats"))
-    which = STATS;
-  else
+  for (size_t k = 0; k < SUBCOMMAND_COUNT && o->sub == NULL; k++)
+    if (!strcmp(sub, subcommands[k].name))
+      o->sub = &subcommands[k];
+  if (o->sub == NULL)
     return cli_usage_error(CMD, "unknown subcommand '%s'", sub);
-
-  const char *dir = NULL;
-  int json = 0, have_max = 0;
-  uint64_t max_size = 0;
   for (int i = 2; i < argc; i++) {
-    const char *v;
-    int r;
-    if ((r = cli_option(CMD, argc, argv, &i, "--cache-dir", &v)) != 0) {
-      if (r < 0)
-        return CLI_EXIT_USAGE;
-      dir = v;
-      continue;
-    }
-    if (which == PRUNE &&
-        (r = cli_option(CMD, argc, argv, &i, "--max-size", &v)) != 0) {
-      if (r < 0 || cli_parse_size(CMD, "--max-size", v, &max_size) != 0)
-        return CLI_EXIT_USAGE;
-      have_max = 1;
-      continue;
-    }
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      cache_usage(stdout);
-      return CLI_EXIT_OK;
-    }
-    if (!strcmp(argv[i], "--json")) {
-      json = 1;
-      continue;
-    }
-    if (argv[i][0] == '-')
-      return cli_usage_error(CMD, "unknown option '%s' for '%s'", argv[i],
-                                sub);
-    return cli_usage_error(CMD, "unexpected argument '%s'", argv[i]);
+    int r = cache_parse_arg(o, argc, argv, &i);
+    if (r != CLI_NEXT)
+      return r;
   }
-  if (which == PRUNE && !have_max)
+  if (o->sub->takes_max_size && !o->have_max)
     return cli_usage_error(CMD, "prune needs --max-size BYTES");
+  return CLI_NEXT;
+}
 
+int cli_cmd_cache(int argc, char **argv) {
+  cache_options o;
+  int code = cache_parse(argc, argv, &o);
+  if (code != CLI_NEXT)
+    return code;
   char *dir_owned = NULL;
+  const char *dir = o.dir;
   if (dir == NULL) {
     int rc = uq_cache_default_dir(&dir_owned);
     if (rc != 0)
       return cli_fail(CMD, rc, "no cache directory");
     dir = dir_owned;
   }
-  int code = CLI_EXIT_OK;
-  int rc = 0;
-  switch (which) {
-  case LS: {
-    ls_state st = {json, 0};
-    if (json) {
-      printf("{");
-      print_dir_json(dir);
-      printf(", \"entries\": [");
-    }
-    rc = uq_cache_list(dir, ls_visit, &st);
-    if (json)
-      printf("%s]}\n", st.n ? "\n" : "");
-    if (rc != 0)
-      code = cli_fail(CMD, rc, "cannot list the cache");
-    break;
-  }
-  case VERIFY: {
-    uint64_t good = 0, bad = 0;
-    rc = uq_cache_verify(dir, &good, &bad);
-    if (rc != 0) {
-      code = cli_fail(CMD, rc, "cannot verify the cache");
-      break;
-    }
-    if (json) {
-      printf("{");
-      print_dir_json(dir);
-      printf(", \"good\": %" PRIu64 ", \"bad\": %" PRIu64 "}\n", good, bad);
-    } else {
-      printf("%s: %" PRIu64 " good, %" PRIu64 " bad\n", dir, good, bad);
-    }
-    if (bad > 0) {
-      fprintf(stderr,
-              "uqjit cache: %" PRIu64 " bad entr%s (`uqjit cache prune` "
-              "removes them; `uqjit cache ls` names them)\n",
-              bad, bad == 1 ? "y" : "ies");
-      code = CLI_EXIT_FAILURE;
-    }
-    break;
-  }
-  case PRUNE: {
-    uint64_t removed = 0, left = 0;
-    rc = uq_cache_prune(dir, max_size, &removed, &left);
-    if (rc != 0) {
-      code = cli_fail(CMD, rc, "cannot prune the cache");
-      break;
-    }
-    if (json) {
-      printf("{");
-      print_dir_json(dir);
-      printf(", \"removed\": %" PRIu64 ", \"bytes_left\": %" PRIu64 "}\n",
-             removed, left);
-    } else {
-      char h[32];
-      printf("%s: removed %" PRIu64 " file%s, %" PRIu64 " bytes (%s) left\n",
-             dir, removed, removed == 1 ? "" : "s", left,
-             cli_bytes(left, h, sizeof h));
-    }
-    break;
-  }
-  case STATS: {
-    stats_state *st = calloc(1, sizeof *st);
-    if (st == NULL) {
-      code = cli_fail(CMD, UQ_ENOMEM, "out of memory");
-      break;
-    }
-    rc = uq_cache_list(dir, stats_visit, st);
-    if (rc != 0) {
-      code = cli_fail(CMD, rc, "cannot read the cache");
-      free(st);
-      break;
-    }
-    if (json) {
-      printf("{");
-      print_dir_json(dir);
-      printf(", \"entries\": %" PRIu64 ", \"bytes\": %" PRIu64
-             ", \"bad\": %" PRIu64 ", \"targets\": {",
-             st->entries, st->bytes, st->bad);
-      for (size_t i = 0; i < st->n; i++) {
-        printf("%s", i ? ", " : "");
-        cli_json_string(stdout, st->per[i].target);
-        printf(": {\"entries\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
-               st->per[i].entries, st->per[i].bytes);
-      }
-      printf("}}\n");
-    } else {
-      char h[32];
-      printf("cache:    %s\nentries:  %" PRIu64 " (%" PRIu64 " bad)\n"
-             "bytes:    %" PRIu64 " (%s)\n",
-             dir, st->entries, st->bad, st->bytes,
-             cli_bytes(st->bytes, h, sizeof h));
-      for (size_t i = 0; i < st->n; i++)
-        printf("  %-22s %6" PRIu64 " entries %12" PRIu64 " bytes\n",
-               st->per[i].target, st->per[i].entries, st->per[i].bytes);
-    }
-    free(st);
-    break;
-  }
-  }
+  code = o.sub->run(&o, dir);
   uq_free(dir_owned);
   return code;
 }

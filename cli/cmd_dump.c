@@ -167,139 +167,190 @@ static int kind_from_name(const char *s, uint32_t *kind) {
   return -1;
 }
 
-int cli_cmd_dump(int argc, char **argv) {
+/* ---- parse ---- */
+
+typedef struct dump_options {
   cli_shape in;
-  cli_shape_init(&in);
-  const char *key_names[MAX_KEYS];
-  size_t nkey_names = 0;
-  const char *target = NULL, *cache_dir = NULL, *kind_text = NULL;
-  int isa = 0, no_source = 0;
+  const char *key_names[MAX_KEYS]; /* --key, in order */
+  size_t nkey_names;
+  const char *target;    /* --target, for the shape or the keys */
+  const char *cache_dir; /* --cache-dir, or NULL */
+  const char *kind_text; /* --kind, or NULL */
+  uint32_t kind;         /* 0 = all; else a uq_kernel_kind */
+  int isa, no_source;
+} dump_options;
+
+/* --target and --key. CLI_NEXT when argv[*i] was taken, 0 when it is
+ * neither, else the exit status (a usage error, so 0 is free). --target is
+ * read here, not by the shape flags, so that it can go with --key as
+ * well. */
+static int dump_parse_own(dump_options *o, int argc, char **argv, int *i) {
+  const char *v;
+  int r;
+  if ((r = cli_option(CMD, argc, argv, i, "--target", &v)) != 0) {
+    if (r < 0)
+      return CLI_EXIT_USAGE;
+    if (o->target != NULL)
+      return cli_usage_error(CMD, "option '--target' given twice");
+    if (!v[0])
+      return cli_usage_error(CMD, "--target: empty target");
+    o->target = v;
+    return CLI_NEXT;
+  }
+  if ((r = cli_option(CMD, argc, argv, i, "--key", &v)) != 0) {
+    if (r < 0)
+      return CLI_EXIT_USAGE;
+    if (o->nkey_names == MAX_KEYS)
+      return cli_usage_error(CMD, "at most %d --key options", MAX_KEYS);
+    o->key_names[o->nkey_names++] = v;
+    return CLI_NEXT;
+  }
+  return 0;
+}
+
+/* The checks once every argument is read. */
+static int dump_parse_finish(dump_options *o) {
+  if (o->kind_text != NULL && kind_from_name(o->kind_text, &o->kind) != 0)
+    return cli_usage_error(
+        CMD, "--kind: '%s' is not decode, reduce, prologue, store or all",
+        o->kind_text);
+  if (o->no_source && !o->isa)
+    return cli_usage_error(CMD, "--no-source needs --isa");
+  if (o->nkey_names > 0) {
+    if (o->in.seen != 0)
+      return cli_usage_error(CMD, "--key replaces the shape options");
+    if (o->kind_text != NULL)
+      return cli_usage_error(CMD, "--key names its own kind: drop --kind");
+  } else if (cli_shape_finish(CMD, &o->in) != 0) {
+    return CLI_EXIT_USAGE;
+  }
+  return CLI_NEXT;
+}
+
+/* argv -> *o. CLI_NEXT when the command should run; otherwise the exit
+ * status (help printed, or a usage error printed). */
+static int dump_parse(int argc, char **argv, dump_options *o) {
+  memset(o, 0, sizeof *o);
+  cli_shape_init(&o->in);
   const cli_flag flags[] = {
-      {"--isa", &isa, 1},
-      {"--no-source", &no_source, 1},
+      {"--isa", &o->isa, 1},
+      {"--no-source", &o->no_source, 1},
       {NULL, NULL, 0},
   };
-  const cli_text texts[] = {{"--kind", &kind_text},
-                               {"--cache-dir", &cache_dir},
-                               {NULL, NULL}};
+  const cli_text texts[] = {{"--kind", &o->kind_text},
+                            {"--cache-dir", &o->cache_dir},
+                            {NULL, NULL}};
   for (int i = 1; i < argc; i++) {
-    const char *v;
-    int r;
-    /* --target is read here, not by the shape flags, so that it can go
-     * with --key as well. */
-    if ((r = cli_option(CMD, argc, argv, &i, "--target", &v)) != 0) {
-      if (r < 0)
-        return CLI_EXIT_USAGE;
-      if (target != NULL)
-        return cli_usage_error(CMD, "option '--target' given twice");
-      if (!v[0])
-        return cli_usage_error(CMD, "--target: empty target");
-      target = v;
-      continue;
-    }
-    if ((r = cli_option(CMD, argc, argv, &i, "--key", &v)) != 0) {
-      if (r < 0)
-        return CLI_EXIT_USAGE;
-      if (nkey_names == MAX_KEYS)
-        return cli_usage_error(CMD, "at most %d --key options",
-                                  MAX_KEYS);
-      key_names[nkey_names++] = v;
-      continue;
-    }
-    r = cli_shape_command_arg(CMD, &in, texts, flags, dump_usage, argc, argv,
-                                 &i);
+    int r = dump_parse_own(o, argc, argv, &i);
+    if (r == 0)
+      r = cli_shape_command_arg(CMD, &o->in, texts, flags, dump_usage, argc,
+                                argv, &i);
     if (r != CLI_NEXT)
       return r;
   }
-  uint32_t kind = 0;
-  if (kind_text != NULL && kind_from_name(kind_text, &kind) != 0)
-    return cli_usage_error(
-        CMD, "--kind: '%s' is not decode, reduce, prologue, store or all",
-        kind_text);
-  if (no_source && !isa)
-    return cli_usage_error(CMD, "--no-source needs --isa");
+  return dump_parse_finish(o);
+}
 
+/* ---- run: the keys to dump ---- */
+
+/* The --key names, parsed, each with --target's target when given. */
+static int keys_from_names(const dump_options *o, uq_key *keys,
+                           size_t *nkeys) {
+  for (size_t k = 0; k < o->nkey_names; k++) {
+    int rc = uq_key_parse(o->key_names[k], &keys[*nkeys]);
+    if (rc != 0)
+      return cli_fail(CMD, rc, "cannot parse --key");
+    if (o->target != NULL) {
+      /* Taken as given: the library refuses a non-canonical spelling. */
+      memset(keys[*nkeys].target, 0, sizeof keys[*nkeys].target);
+      snprintf(keys[*nkeys].target, sizeof keys[*nkeys].target, "%s",
+               o->target);
+    }
+    *nkeys += 1;
+  }
+  return CLI_EXIT_OK;
+}
+
+/* The shape's plan kernels of --kind (all by default), or its store
+ * kernel. */
+static int keys_from_plan(const dump_options *o, uq_key *keys,
+                          size_t *nkeys) {
+  uq_plan plan;
+  int rc = uq_plan_make(&o->in.shape, o->target, &plan);
+  if (rc != 0)
+    return cli_fail(CMD, rc, "cannot plan this shape");
+  if (!plan.eligible) {
+    fprintf(stderr, "uqjit dump: the shape is not eligible: %s\n",
+            plan.reason);
+    return CLI_EXIT_FAILURE;
+  }
+  if (o->kind == UQ_KERNEL_STORE) {
+    rc = uq_store_key(o->in.shape.head_dim, o->in.shape.num_kv_heads,
+                      plan.padded_slot, o->in.shape.q_dtype,
+                      plan.kernels[0].target, &keys[*nkeys]);
+    if (rc != 0)
+      return cli_fail(CMD, rc, "cannot make the store key");
+    *nkeys += 1;
+    return CLI_EXIT_OK;
+  }
+  for (int k = 0; k < plan.num_kernels; k++)
+    if (o->kind == 0 || plan.kernels[k].kind == o->kind)
+      keys[(*nkeys)++] = plan.kernels[k];
+  if (*nkeys == 0) {
+    fprintf(stderr,
+            "uqjit dump: the plan has no %s kernel (the query rotation "
+            "is fused into the decode kernel)\n",
+            o->kind_text);
+    return CLI_EXIT_FAILURE;
+  }
+  return CLI_EXIT_OK;
+}
+
+/* ---- print: each kernel's source, then with --isa its code ---- */
+
+/* Kernel number k: its header line, source and (with --isa) disassembly
+ * and resources. Compiling happens here, one kernel at a time, so that
+ * what came before a failure is already out. */
+static int dump_kernel(const dump_options *o, dump_state *st,
+                       const uq_key *key, size_t k) {
+  char name[NAME_LEN];
+  int len = uq_key_name(key, name, sizeof name);
+  if (len < 0)
+    return cli_fail(CMD, len, "cannot name a kernel");
+  printf("%s// ==== %s kernel: %s ====\n", k ? "\n" : "",
+         cli_kind_name(key->kind), name);
+  if (!o->no_source) {
+    char *src = NULL;
+    size_t n = 0;
+    int rc = uq_kernel_source(key, &src, &n);
+    if (rc != 0)
+      return cli_fail(CMD, rc, "cannot generate the source");
+    fwrite(src, 1, n, stdout);
+    if (n > 0 && src[n - 1] != '\n')
+      putchar('\n');
+    uq_free(src);
+  }
+  if (o->isa)
+    return dump_isa(st, key, name);
+  return CLI_EXIT_OK;
+}
+
+int cli_cmd_dump(int argc, char **argv) {
+  dump_options o;
+  int code = dump_parse(argc, argv, &o);
+  if (code != CLI_NEXT)
+    return code;
   uq_key keys[MAX_KEYS];
   size_t nkeys = 0;
-  if (nkey_names > 0) {
-    if (in.seen != 0)
-      return cli_usage_error(CMD, "--key replaces the shape options");
-    if (kind_text != NULL)
-      return cli_usage_error(CMD, "--key names its own kind: drop --kind");
-    for (size_t k = 0; k < nkey_names; k++) {
-      int rc = uq_key_parse(key_names[k], &keys[nkeys]);
-      if (rc != 0)
-        return cli_fail(CMD, rc, "cannot parse --key");
-      if (target != NULL) {
-        /* Taken as given: the library refuses a non-canonical spelling. */
-        memset(keys[nkeys].target, 0, sizeof keys[nkeys].target);
-        snprintf(keys[nkeys].target, sizeof keys[nkeys].target, "%s",
-                 target);
-      }
-      nkeys++;
-    }
-  } else {
-    if (cli_shape_finish(CMD, &in) != 0)
-      return CLI_EXIT_USAGE;
-    uq_plan plan;
-    int rc = uq_plan_make(&in.shape, target, &plan);
-    if (rc != 0)
-      return cli_fail(CMD, rc, "cannot plan this shape");
-    if (!plan.eligible) {
-      fprintf(stderr, "uqjit dump: the shape is not eligible: %s\n",
-              plan.reason);
-      return CLI_EXIT_FAILURE;
-    }
-    if (kind == UQ_KERNEL_STORE) {
-      rc = uq_store_key(in.shape.head_dim, in.shape.num_kv_heads,
-                        plan.padded_slot, in.shape.q_dtype,
-                        plan.kernels[0].target, &keys[nkeys]);
-      if (rc != 0)
-        return cli_fail(CMD, rc, "cannot make the store key");
-      nkeys++;
-    } else {
-      for (int k = 0; k < plan.num_kernels; k++)
-        if (kind == 0 || plan.kernels[k].kind == kind)
-          keys[nkeys++] = plan.kernels[k];
-      if (nkeys == 0) {
-        fprintf(stderr,
-                "uqjit dump: the plan has no %s kernel (the query rotation "
-                "is fused into the decode kernel)\n",
-                kind_text);
-        return CLI_EXIT_FAILURE;
-      }
-    }
-  }
-
+  code = o.nkey_names > 0 ? keys_from_names(&o, keys, &nkeys)
+                          : keys_from_plan(&o, keys, &nkeys);
+  if (code != CLI_EXIT_OK)
+    return code;
   dump_state st;
   memset(&st, 0, sizeof st);
-  st.cache_dir = cache_dir;
-  int code = CLI_EXIT_OK;
-  for (size_t k = 0; k < nkeys && code == CLI_EXIT_OK; k++) {
-    char name[NAME_LEN];
-    int len = uq_key_name(&keys[k], name, sizeof name);
-    if (len < 0) {
-      code = cli_fail(CMD, len, "cannot name a kernel");
-      break;
-    }
-    printf("%s// ==== %s kernel: %s ====\n", k ? "\n" : "",
-           cli_kind_name(keys[k].kind), name);
-    if (!no_source) {
-      char *src = NULL;
-      size_t n = 0;
-      int rc = uq_kernel_source(&keys[k], &src, &n);
-      if (rc != 0) {
-        code = cli_fail(CMD, rc, "cannot generate the source");
-        break;
-      }
-      fwrite(src, 1, n, stdout);
-      if (n > 0 && src[n - 1] != '\n')
-        putchar('\n');
-      uq_free(src);
-    }
-    if (isa)
-      code = dump_isa(&st, &keys[k], name);
-  }
+  st.cache_dir = o.cache_dir;
+  for (size_t k = 0; k < nkeys && code == CLI_EXIT_OK; k++)
+    code = dump_kernel(&o, &st, &keys[k], k);
   uq_context_destroy(st.ctx);
   return code;
 }

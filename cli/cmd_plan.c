@@ -56,6 +56,27 @@ static int kernel_name(const uq_key *key, char *buf) {
   return len < NAME_MAX_LEN ? 0 : UQ_EOVERFLOW;
 }
 
+/* The workspace's total and each buffer's offset, type and dimensions. */
+static void print_text_workspace(const view *v) {
+  const uq_plan *p = v->plan;
+  int64_t parts = p->num_partitions;
+  int64_t b = v->in->shape.batch, qg = p->query_group_size;
+  printf("workspace:         %zu bytes\n", p->workspace_bytes);
+  printf("  segm_out  @ %-10zu bf16 [%" PRId64 ", %" PRId64 ", %" PRId64
+         ", %" PRId64 ", %" PRId64 "]\n",
+         p->ws_segm_out, b, v->hk, parts, qg, v->d);
+  printf("  segm_max  @ %-10zu fp32 [%" PRId64 ", %" PRId64 ", %" PRId64
+         ", %" PRId64 "]\n",
+         p->ws_segm_max, b, v->hk, parts, qg);
+  printf("  segm_sum  @ %-10zu fp32 [%" PRId64 ", %" PRId64 ", %" PRId64
+         ", %" PRId64 "]\n",
+         p->ws_segm_sum, b, v->hk, parts, qg);
+  if (!p->fuse_qrot)
+    printf("  q_rot     @ %-10zu fp32 [%" PRId64 ", %" PRId64 ", %" PRId64
+           "]\n",
+           p->ws_q_rot, b, v->hq, v->d);
+}
+
 static int print_text(const view *v) {
   const uq_plan *p = v->plan;
   const uq_shape *s = &v->in->shape;
@@ -90,21 +111,7 @@ static int print_text(const view *v) {
   if (!p->fuse_qrot)
     printf("prologue grid:     (%u, %u, %u)\n", (unsigned)p->prologue_grid[0],
            (unsigned)p->prologue_grid[1], (unsigned)p->prologue_grid[2]);
-  int64_t b = s->batch, qg = p->query_group_size;
-  printf("workspace:         %zu bytes\n", p->workspace_bytes);
-  printf("  segm_out  @ %-10zu bf16 [%" PRId64 ", %" PRId64 ", %" PRId64
-         ", %" PRId64 ", %" PRId64 "]\n",
-         p->ws_segm_out, b, v->hk, parts, qg, v->d);
-  printf("  segm_max  @ %-10zu fp32 [%" PRId64 ", %" PRId64 ", %" PRId64
-         ", %" PRId64 "]\n",
-         p->ws_segm_max, b, v->hk, parts, qg);
-  printf("  segm_sum  @ %-10zu fp32 [%" PRId64 ", %" PRId64 ", %" PRId64
-         ", %" PRId64 "]\n",
-         p->ws_segm_sum, b, v->hk, parts, qg);
-  if (!p->fuse_qrot)
-    printf("  q_rot     @ %-10zu fp32 [%" PRId64 ", %" PRId64 ", %" PRId64
-           "]\n",
-           p->ws_q_rot, b, v->hq, v->d);
+  print_text_workspace(v);
   printf("kernels:\n");
   for (int k = 0; k < p->num_kernels; k++) {
     char name[NAME_MAX_LEN];
@@ -170,35 +177,62 @@ static int print_json(const view *v) {
   return 0;
 }
 
-int cli_cmd_plan(int argc, char **argv) {
+/* ---- parse ---- */
+
+typedef struct plan_options {
   cli_shape in;
-  cli_shape_init(&in);
-  int json = 0;
-  const cli_flag flags[] = {{"--json", &json, 1}, {NULL, NULL, 0}};
+  int json;
+} plan_options;
+
+/* argv -> *o. CLI_NEXT when the command should run; otherwise the exit
+ * status (help printed, or a usage error printed). */
+static int plan_parse(int argc, char **argv, plan_options *o) {
+  cli_shape_init(&o->in);
+  o->json = 0;
+  const cli_flag flags[] = {{"--json", &o->json, 1}, {NULL, NULL, 0}};
   for (int i = 1; i < argc; i++) {
-    int r = cli_shape_command_arg(CMD, &in, NULL, flags, plan_usage, argc,
-                                     argv, &i);
+    int r = cli_shape_command_arg(CMD, &o->in, NULL, flags, plan_usage, argc,
+                                  argv, &i);
     if (r != CLI_NEXT)
       return r;
   }
-  if (cli_shape_finish(CMD, &in) != 0)
+  if (cli_shape_finish(CMD, &o->in) != 0)
     return CLI_EXIT_USAGE;
+  return CLI_NEXT;
+}
 
-  uq_plan plan;
-  int rc = uq_plan_make(&in.shape, in.target, &plan);
+/* ---- run ---- */
+
+/* The plan of o's shape, and the view the printers read. */
+static int plan_run(const plan_options *o, uq_plan *plan, view *v) {
+  int rc = uq_plan_make(&o->in.shape, o->in.target, plan);
   if (rc != 0)
     return cli_fail(CMD, rc, "cannot plan this shape");
-  view v = {
-      .in = &in,
-      .plan = &plan,
-      .target = plan.num_kernels > 0 ? plan.kernels[0].target
-                : in.target          ? in.target
-                                     : "gfx950",
-      .hk = in.shape.num_kv_heads,
-      .hq = in.shape.num_q_heads,
-      .d = in.shape.head_dim,
+  *v = (view){
+      .in = &o->in,
+      .plan = plan,
+      .target = plan->num_kernels > 0 ? plan->kernels[0].target
+                : o->in.target          ? o->in.target
+                                        : "gfx950",
+      .hk = o->in.shape.num_kv_heads,
+      .hq = o->in.shape.num_q_heads,
+      .d = o->in.shape.head_dim,
   };
-  rc = json ? print_json(&v) : print_text(&v);
+  return CLI_EXIT_OK;
+}
+
+int cli_cmd_plan(int argc, char **argv) {
+  plan_options o;
+  int code = plan_parse(argc, argv, &o);
+  if (code != CLI_NEXT)
+    return code;
+  uq_plan plan;
+  view v;
+  memset(&v, 0, sizeof v);
+  code = plan_run(&o, &plan, &v);
+  if (code != CLI_EXIT_OK)
+    return code;
+  int rc = o.json ? print_json(&v) : print_text(&v);
   if (rc != 0)
     return cli_fail(CMD, rc, "cannot name a kernel");
   return CLI_EXIT_OK;

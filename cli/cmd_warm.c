@@ -86,232 +86,303 @@ static int add_key(uq_key *keys, size_t *n, size_t cap, const uq_key *k) {
   return 0;
 }
 
-int cli_cmd_warm(int argc, char **argv) {
+/* ---- parse ---- */
+
+typedef struct warm_options {
   cli_shape in;
-  cli_shape_init(&in);
-  int64_t batches[MAX_BATCHES];
-  size_t nbatches = 0;
-  char target_buf[1024] = "";
-  const char *cache_dir = NULL;
-  int json = 0, have_sizes = 0;
-  int32_t jobs = 0;
-  const cli_flag flags[] = {{"--json", &json, 1}, {NULL, NULL, 0}};
+  int64_t batches[MAX_BATCHES]; /* --batch-sizes, then --batch */
+  size_t nbatches;
+  int have_sizes;
+  char target_buf[1024]; /* every --target, joined by commas */
+  const char *targets[MAX_TARGETS]; /* point into target_buf */
+  size_t ntargets;
+  const char *cache_dir; /* NULL: the library's default */
+  int json;
+  int32_t jobs;
+} warm_options;
+
+/* The options with values that are warm's own. CLI_NEXT when argv[*i] was
+ * taken, 0 when it is not one of them, else the exit status (a usage
+ * error: none of them ends the command with CLI_EXIT_OK, so 0 is free). */
+static int warm_parse_own(warm_options *o, int argc, char **argv, int *i) {
+  const char *v;
+  int r;
+  if ((r = cli_option(CMD, argc, argv, i, "--target", &v)) != 0) {
+    if (r < 0)
+      return CLI_EXIT_USAGE;
+    size_t used = strlen(o->target_buf);
+    if (!v[0] || used + strlen(v) + 2 > sizeof o->target_buf)
+      return cli_usage_error(CMD, "--target: '%s' is not a target list", v);
+    snprintf(o->target_buf + used, sizeof o->target_buf - used, "%s%s",
+             used ? "," : "", v);
+    return CLI_NEXT;
+  }
+  if ((r = cli_option(CMD, argc, argv, i, "--batch-sizes", &v)) != 0) {
+    if (r < 0)
+      return CLI_EXIT_USAGE;
+    if (o->have_sizes)
+      return cli_usage_error(CMD, "option '--batch-sizes' given twice");
+    o->have_sizes = 1;
+    if (cli_parse_list(CMD, "--batch-sizes", v, 1, INT32_MAX, o->batches,
+                       MAX_BATCHES, &o->nbatches) != 0)
+      return CLI_EXIT_USAGE;
+    return CLI_NEXT;
+  }
+  if ((r = cli_option(CMD, argc, argv, i, "--cache-dir", &v)) != 0) {
+    if (r < 0)
+      return CLI_EXIT_USAGE;
+    o->cache_dir = v;
+    return CLI_NEXT;
+  }
+  if ((r = cli_option(CMD, argc, argv, i, "--jobs", &v)) != 0) {
+    if (r < 0 || cli_parse_i32(CMD, "--jobs", v, 0, 256, &o->jobs) != 0)
+      return CLI_EXIT_USAGE;
+    return CLI_NEXT;
+  }
+  return 0;
+}
+
+/* Splits the joined --target text (default gfx950) into o->targets. */
+static int warm_split_targets(warm_options *o) {
+  if (!o->target_buf[0])
+    snprintf(o->target_buf, sizeof o->target_buf, "gfx950");
+  for (char *save = NULL, *t = strtok_r(o->target_buf, ",", &save); t;
+       t = strtok_r(NULL, ",", &save)) {
+    if (o->ntargets == MAX_TARGETS)
+      return cli_usage_error(CMD, "at most %d targets", MAX_TARGETS);
+    o->targets[o->ntargets++] = t;
+  }
+  if (o->ntargets == 0)
+    return cli_usage_error(CMD, "--target: no target given");
+  return CLI_NEXT;
+}
+
+/* argv -> *o. CLI_NEXT when the command should run; otherwise the exit
+ * status (help printed, or a usage error printed). */
+static int warm_parse(int argc, char **argv, warm_options *o) {
+  memset(o, 0, sizeof *o);
+  cli_shape_init(&o->in);
+  const cli_flag flags[] = {{"--json", &o->json, 1}, {NULL, NULL, 0}};
   for (int i = 1; i < argc; i++) {
-    const char *v;
-    int r;
-    if ((r = cli_option(CMD, argc, argv, &i, "--target", &v)) != 0) {
-      if (r < 0)
-        return CLI_EXIT_USAGE;
-      size_t used = strlen(target_buf);
-      if (!v[0] || used + strlen(v) + 2 > sizeof target_buf)
-        return cli_usage_error(CMD, "--target: '%s' is not a target list",
-                                  v);
-      snprintf(target_buf + used, sizeof target_buf - used, "%s%s",
-               used ? "," : "", v);
-      continue;
-    }
-    if ((r = cli_option(CMD, argc, argv, &i, "--batch-sizes", &v)) != 0) {
-      if (r < 0)
-        return CLI_EXIT_USAGE;
-      if (have_sizes)
-        return cli_usage_error(CMD, "option '--batch-sizes' given twice");
-      have_sizes = 1;
-      if (cli_parse_list(CMD, "--batch-sizes", v, 1, INT32_MAX, batches,
-                             MAX_BATCHES, &nbatches) != 0)
-        return CLI_EXIT_USAGE;
-      continue;
-    }
-    if ((r = cli_option(CMD, argc, argv, &i, "--cache-dir", &v)) != 0) {
-      if (r < 0)
-        return CLI_EXIT_USAGE;
-      cache_dir = v;
-      continue;
-    }
-    if ((r = cli_option(CMD, argc, argv, &i, "--jobs", &v)) != 0) {
-      if (r < 0 || cli_parse_i32(CMD, "--jobs", v, 0, 256, &jobs) != 0)
-        return CLI_EXIT_USAGE;
-      continue;
-    }
-    r = cli_shape_command_arg(CMD, &in, NULL, flags, warm_usage, argc, argv,
-                                 &i);
+    int r = warm_parse_own(o, argc, argv, &i);
+    if (r == 0)
+      r = cli_shape_command_arg(CMD, &o->in, NULL, flags, warm_usage, argc,
+                                argv, &i);
     if (r != CLI_NEXT)
       return r;
   }
   /* --batch-sizes stands in for the required --batch. */
-  if (have_sizes && in.shape.batch == 0) {
+  if (o->have_sizes && o->in.shape.batch == 0) {
     char fake_arg[] = "--batch=1";
     char *fake[] = {fake_arg, NULL};
     int j = 0;
-    if (cli_shape_option(CMD, &in, 1, fake, &j) != 1)
+    if (cli_shape_option(CMD, &o->in, 1, fake, &j) != 1)
       return CLI_EXIT_USAGE;
-  } else if (in.shape.batch > 0 && nbatches < MAX_BATCHES) {
-    batches[nbatches++] = in.shape.batch;
+  } else if (o->in.shape.batch > 0 && o->nbatches < MAX_BATCHES) {
+    o->batches[o->nbatches++] = o->in.shape.batch;
   }
-  if (cli_shape_finish(CMD, &in) != 0)
+  if (cli_shape_finish(CMD, &o->in) != 0)
     return CLI_EXIT_USAGE;
+  return warm_split_targets(o);
+}
 
-  const char *targets[MAX_TARGETS];
-  size_t ntargets = 0;
-  if (!target_buf[0])
-    snprintf(target_buf, sizeof target_buf, "gfx950");
-  for (char *save = NULL, *t = strtok_r(target_buf, ",", &save); t;
-       t = strtok_r(NULL, ",", &save)) {
-    if (ntargets == MAX_TARGETS)
-      return cli_usage_error(CMD, "at most %d targets", MAX_TARGETS);
-    targets[ntargets++] = t;
+/* ---- run ---- */
+
+typedef struct warm_result {
+  /* One context per target: its canonical name may differ from the text. */
+  uq_context *ctxs[MAX_TARGETS];
+  uq_key *all; /* every target's keys, deduplicated per target */
+  size_t nall;
+  size_t key_start[MAX_TARGETS], key_count[MAX_TARGETS];
+  uq_compile_summary total;
+  int first_rc;           /* the first failed target's status, or 0 */
+  char first_detail[2048]; /* and its uq_last_error() */
+  char *dir_owned;        /* the default cache directory, when looked up */
+  const char *dir_shown;  /* the cache directory, for the output */
+} warm_result;
+
+/* Appends to keys[*n] (at most cap) every kernel of target t: the plans of
+ * each batch size, then the store kernels. canon gets the target as the
+ * plans spell it. An exit status. */
+static int collect_target_keys(const warm_options *o, size_t t, uq_key *keys,
+                               size_t cap, size_t *n,
+                               char canon[UQ_TARGET_MAX]) {
+  int32_t padded = 0;
+  snprintf(canon, UQ_TARGET_MAX, "%s", o->targets[t]);
+  for (size_t bi = 0; bi < o->nbatches; bi++) {
+    uq_shape s = o->in.shape;
+    s.batch = (int32_t)o->batches[bi];
+    uq_plan plan;
+    int rc = uq_plan_make(&s, o->targets[t], &plan);
+    if (rc != 0)
+      return cli_fail(CMD, rc, "cannot plan this shape");
+    if (!plan.eligible) {
+      fprintf(stderr,
+              "uqjit warm: batch %lld is not eligible for the fast path: "
+              "%s\n",
+              (long long)o->batches[bi], plan.reason);
+      return CLI_EXIT_FAILURE;
+    }
+    padded = plan.padded_slot;
+    snprintf(canon, UQ_TARGET_MAX, "%s", plan.kernels[0].target);
+    for (int k = 0; k < plan.num_kernels; k++)
+      if (add_key(keys, n, cap, &plan.kernels[k]) != 0)
+        return cli_usage_error(CMD, "too many kernels");
   }
-  if (ntargets == 0)
-    return cli_usage_error(CMD, "--target: no target given");
+  uq_dtype dts[2] = {UQ_DTYPE_BF16, o->in.shape.q_dtype};
+  for (int d = 0; d < (dts[1] == UQ_DTYPE_BF16 ? 1 : 2); d++) {
+    uq_key sk;
+    int rc = uq_store_key(o->in.shape.head_dim, o->in.shape.num_kv_heads,
+                          padded, dts[d], canon, &sk);
+    if (rc != 0)
+      return cli_fail(CMD, rc, "cannot make the store key");
+    if (add_key(keys, n, cap, &sk) != 0)
+      return cli_usage_error(CMD, "too many kernels");
+  }
+  return CLI_EXIT_OK;
+}
 
-  /* One context per target (its canonical name may differ from the text). */
+/* Every target's keys into res->all, and a compile context per target. */
+static int warm_collect(const warm_options *o, warm_result *res) {
   size_t cap = MAX_BATCHES * UQ_PLAN_MAX_KERNELS + 2;
   uq_key *keys = calloc(cap, sizeof *keys);
-  uq_context **ctxs = calloc(ntargets, sizeof *ctxs);
-  size_t *key_start = calloc(ntargets + 1, sizeof *key_start);
-  size_t *key_count = calloc(ntargets, sizeof *key_count);
-  char *dir_owned = NULL;
-  uq_key *all = NULL;
+  res->all = calloc(cap * o->ntargets, sizeof *res->all);
   int code = CLI_EXIT_OK;
-  if (!keys || !ctxs || !key_start || !key_count) {
+  if (keys == NULL || res->all == NULL)
     code = cli_fail(CMD, UQ_ENOMEM, "out of memory");
-    goto done;
-  }
-  all = calloc(cap * ntargets, sizeof *all);
-  if (all == NULL) {
-    code = cli_fail(CMD, UQ_ENOMEM, "out of memory");
-    goto done;
-  }
-  size_t nall = 0;
-  for (size_t t = 0; t < ntargets; t++) {
+  for (size_t t = 0; t < o->ntargets && code == CLI_EXIT_OK; t++) {
     size_t n = 0;
-    int32_t padded = 0;
-    /* Canonical target text, as the plans spell it. */
-    char canon_buf[UQ_TARGET_MAX];
-    snprintf(canon_buf, sizeof canon_buf, "%s", targets[t]);
-    for (size_t bi = 0; bi < nbatches; bi++) {
-      uq_shape s = in.shape;
-      s.batch = (int32_t)batches[bi];
-      uq_plan plan;
-      int rc = uq_plan_make(&s, targets[t], &plan);
-      if (rc != 0) {
-        code = cli_fail(CMD, rc, "cannot plan this shape");
-        goto done;
-      }
-      if (!plan.eligible) {
-        fprintf(stderr,
-                "uqjit warm: batch %lld is not eligible for the fast path: "
-                "%s\n",
-                (long long)batches[bi], plan.reason);
-        code = CLI_EXIT_FAILURE;
-        goto done;
-      }
-      padded = plan.padded_slot;
-      snprintf(canon_buf, sizeof canon_buf, "%s", plan.kernels[0].target);
-      for (int k = 0; k < plan.num_kernels; k++)
-        if (add_key(keys, &n, cap, &plan.kernels[k]) != 0)
-          goto toomany;
-    }
-    uq_dtype dts[2] = {UQ_DTYPE_BF16, in.shape.q_dtype};
-    for (int d = 0; d < (dts[1] == UQ_DTYPE_BF16 ? 1 : 2); d++) {
-      uq_key sk;
-      int rc = uq_store_key(in.shape.head_dim, in.shape.num_kv_heads, padded,
-                            dts[d], canon_buf, &sk);
-      if (rc != 0) {
-        code = cli_fail(CMD, rc, "cannot make the store key");
-        goto done;
-      }
-      if (add_key(keys, &n, cap, &sk) != 0)
-        goto toomany;
-    }
-    int rc = cli_compile_context(canon_buf, cache_dir, &ctxs[t]);
+    char canon[UQ_TARGET_MAX];
+    code = collect_target_keys(o, t, keys, cap, &n, canon);
+    if (code != CLI_EXIT_OK)
+      break;
+    int rc = cli_compile_context(canon, o->cache_dir, &res->ctxs[t]);
     if (rc != 0) {
       code = cli_fail(CMD, rc, "cannot create a compile context");
-      goto done;
+      break;
     }
-    key_start[t] = nall;
-    key_count[t] = n;
-    memcpy(all + nall, keys, n * sizeof *keys);
-    nall += n;
+    res->key_start[t] = res->nall;
+    res->key_count[t] = n;
+    memcpy(res->all + res->nall, keys, n * sizeof *keys);
+    res->nall += n;
   }
+  free(keys);
+  return code;
+}
 
-  progress_state ps = {isatty(2), 0, nall};
-  uq_compile_summary total;
-  memset(&total, 0, sizeof total);
-  int first_rc = 0;
-  char first_detail[2048] = "";
+/* Compiles each target's keys, adding up the summaries; a failure is kept
+ * in res->first_rc for the report and the other targets still compile. */
+static void warm_compile(const warm_options *o, warm_result *res) {
+  progress_state ps = {isatty(2), 0, res->nall};
   double t0 = cli_now();
-  for (size_t t = 0; t < ntargets; t++) {
+  for (size_t t = 0; t < o->ntargets; t++) {
     uq_compile_summary sum;
-    int rc = uq_compile_keys(ctxs[t], all + key_start[t], key_count[t], jobs,
-                             on_progress, &ps, &sum);
-    if (rc != 0 && first_rc == 0) {
-      first_rc = rc;
-      snprintf(first_detail, sizeof first_detail, "%s", uq_last_error());
+    int rc = uq_compile_keys(res->ctxs[t], res->all + res->key_start[t],
+                             res->key_count[t], o->jobs, on_progress, &ps,
+                             &sum);
+    if (rc != 0 && res->first_rc == 0) {
+      res->first_rc = rc;
+      snprintf(res->first_detail, sizeof res->first_detail, "%s",
+               uq_last_error());
     }
-    ps.offset += key_count[t];
-    total.keys += sum.keys;
-    total.compiled += sum.compiled;
-    total.hits += sum.hits;
-    total.failed += sum.failed;
+    ps.offset += res->key_count[t];
+    res->total.keys += sum.keys;
+    res->total.compiled += sum.compiled;
+    res->total.hits += sum.hits;
+    res->total.failed += sum.failed;
   }
-  total.seconds = cli_now() - t0;
+  res->total.seconds = cli_now() - t0;
   if (ps.tty)
     fprintf(stderr, "\r\033[K");
+}
 
-  const char *dir_shown = cache_dir;
-  if (dir_shown == NULL) {
-    if (uq_cache_default_dir(&dir_owned) == 0)
-      dir_shown = dir_owned;
+/* *o -> *res (zeroed first; warm_result_free releases it in any case). An
+ * exit status; kernels that failed to compile are CLI_EXIT_OK here and
+ * reported by warm_print. */
+static int warm_run(const warm_options *o, warm_result *res) {
+  memset(res, 0, sizeof *res);
+  int code = warm_collect(o, res);
+  if (code != CLI_EXIT_OK)
+    return code;
+  warm_compile(o, res);
+  res->dir_shown = o->cache_dir;
+  if (res->dir_shown == NULL) {
+    if (uq_cache_default_dir(&res->dir_owned) == 0)
+      res->dir_shown = res->dir_owned;
     else
-      dir_shown = "";
+      res->dir_shown = "";
   }
-  if (json) {
-    printf("{\"keys\": %llu, \"compiled\": %llu, \"hits\": %llu, "
-           "\"failed\": %llu, \"seconds\": %.3f, \"cache_dir\": ",
-           (unsigned long long)total.keys, (unsigned long long)total.compiled,
-           (unsigned long long)total.hits, (unsigned long long)total.failed,
-           total.seconds);
-    cli_json_string(stdout, dir_shown);
-    printf(", \"targets\": [");
-    for (size_t t = 0; t < ntargets; t++) {
-      printf("%s", t ? ", " : "");
-      cli_json_string(stdout, uq_context_target(ctxs[t]));
-    }
-    printf("], \"batch_sizes\": [");
-    for (size_t b = 0; b < nbatches; b++)
-      printf("%s%lld", b ? ", " : "", (long long)batches[b]);
-    printf("]}\n");
-  } else {
-    printf("targets:    ");
-    for (size_t t = 0; t < ntargets; t++)
-      printf("%s%s", t ? ", " : "", uq_context_target(ctxs[t]));
-    printf("\nbatch sizes:");
-    for (size_t b = 0; b < nbatches; b++)
-      printf("%s%lld", b ? ", " : " ", (long long)batches[b]);
-    printf("\nkernels:    %llu (%llu compiled, %llu from cache, %llu "
-           "failed)\n",
-           (unsigned long long)total.keys, (unsigned long long)total.compiled,
-           (unsigned long long)total.hits, (unsigned long long)total.failed);
-    printf("time:       %.2f s\ncache:      %s\n", total.seconds, dir_shown);
+  return CLI_EXIT_OK;
+}
+
+static void warm_result_free(const warm_options *o, warm_result *res) {
+  for (size_t t = 0; t < o->ntargets; t++)
+    uq_context_destroy(res->ctxs[t]);
+  uq_free(res->dir_owned);
+  free(res->all);
+}
+
+/* ---- print ---- */
+
+static void print_json(const warm_options *o, const warm_result *res) {
+  const uq_compile_summary *total = &res->total;
+  printf("{\"keys\": %llu, \"compiled\": %llu, \"hits\": %llu, "
+         "\"failed\": %llu, \"seconds\": %.3f, \"cache_dir\": ",
+         (unsigned long long)total->keys, (unsigned long long)total->compiled,
+         (unsigned long long)total->hits, (unsigned long long)total->failed,
+         total->seconds);
+  cli_json_string(stdout, res->dir_shown);
+  printf(", \"targets\": [");
+  for (size_t t = 0; t < o->ntargets; t++) {
+    printf("%s", t ? ", " : "");
+    cli_json_string(stdout, uq_context_target(res->ctxs[t]));
   }
-  if (first_rc != 0) {
-    fprintf(stderr, "uqjit warm: %llu kernel(s) failed: %s%s%s\n",
-            (unsigned long long)total.failed, uq_strerror(first_rc),
-            first_detail[0] ? ": " : "", first_detail);
-    code = CLI_EXIT_FAILURE;
-  }
-  goto done;
-toomany:
-  code = cli_usage_error(CMD, "too many kernels");
-done:
-  if (ctxs != NULL)
-    for (size_t t = 0; t < ntargets; t++)
-      uq_context_destroy(ctxs[t]);
-  uq_free(dir_owned);
-  free(all);
-  free(keys);
-  free(ctxs);
-  free(key_start);
-  free(key_count);
+  printf("], \"batch_sizes\": [");
+  for (size_t b = 0; b < o->nbatches; b++)
+    printf("%s%lld", b ? ", " : "", (long long)o->batches[b]);
+  printf("]}\n");
+}
+
+static void print_text(const warm_options *o, const warm_result *res) {
+  const uq_compile_summary *total = &res->total;
+  printf("targets:    ");
+  for (size_t t = 0; t < o->ntargets; t++)
+    printf("%s%s", t ? ", " : "", uq_context_target(res->ctxs[t]));
+  printf("\nbatch sizes:");
+  for (size_t b = 0; b < o->nbatches; b++)
+    printf("%s%lld", b ? ", " : " ", (long long)o->batches[b]);
+  printf("\nkernels:    %llu (%llu compiled, %llu from cache, %llu "
+         "failed)\n",
+         (unsigned long long)total->keys, (unsigned long long)total->compiled,
+         (unsigned long long)total->hits, (unsigned long long)total->failed);
+  printf("time:       %.2f s\ncache:      %s\n", total->seconds,
+         res->dir_shown);
+}
+
+/* The summary on stdout, then any compile failure on stderr. The exit
+ * status. */
+static int warm_print(const warm_options *o, const warm_result *res) {
+  if (o->json)
+    print_json(o, res);
+  else
+    print_text(o, res);
+  if (res->first_rc == 0)
+    return CLI_EXIT_OK;
+  fprintf(stderr, "uqjit warm: %llu kernel(s) failed: %s%s%s\n",
+          (unsigned long long)res->total.failed, uq_strerror(res->first_rc),
+          res->first_detail[0] ? ": " : "", res->first_detail);
+  return CLI_EXIT_FAILURE;
+}
+
+int cli_cmd_warm(int argc, char **argv) {
+  warm_options o;
+  int code = warm_parse(argc, argv, &o);
+  if (code != CLI_NEXT)
+    return code;
+  warm_result res;
+  code = warm_run(&o, &res);
+  if (code == CLI_EXIT_OK)
+    code = warm_print(&o, &res);
+  warm_result_free(&o, &res);
   return code;
 }

@@ -1,5 +1,5 @@
 /* uqjit: the command-line front end. This file only dispatches; each
- * command lives in tools/cmd_<name>.c and reaches the library through
+ * command lives in cli/cmd_<name>.c and reaches the library through
  * uqjit.h alone. */
 #include <errno.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@ typedef struct command {
   const char *help;
 } command;
 
-/* Add a row per command (see tools/commands.h); keep "help" last. Only
+/* Add a row per command (see cli/commands.h); keep "help" last. Only
  * commands whose file is built may be listed. */
 static const command commands[] = {
     {"plan", cli_cmd_plan,
