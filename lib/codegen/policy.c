@@ -11,6 +11,7 @@
 #include "lib/base/error.h"
 #include "lib/format/format.h"
 #include "lib/codegen/key.h"
+#include "lib/codegen/layers.h"
 #include "lib/codegen/target.h"
 
 /* Tokens per tile group (16 tiles of 16 tokens). */
@@ -59,54 +60,6 @@ static int place(size_t *end, size_t bytes, size_t *offset) {
     return -1;
   *offset = at;
   return 0;
-}
-
-/* The variant: by default the best layer uqjit has for the target: the
- * warpgroup layer on sm_90a (templates/decode_wgmma_sm90.hip), else the
- * matrix layer on NVIDIA sm_90 and newer (templates/decode_mma_sm90.hip),
- * else the portable layer, which is correct on every target.
- * UQJIT_VARIANT asks for a lower layer, to compare or to work around one:
- * "portable" always gets it; "matrix" gets the matrix layer where the
- * target has one, else the portable one; "warpgroup" is the default
- * spelled out. A layer the target lacks is never chosen, whatever is
- * asked. An invalid UQJIT_VARIANT is warned about by uq__env_get and
- * ignored. The variant is part of every key (the name spells it as v0 /
- * v1 / v2), so all layers can live in one cache; the fast layers keep the
- * portable launch contract (grid, 128 threads, workspace), and P and TGPP
- * stay vLLM's except where the warpgroup layer's grid is large
- * (warpgroup_partitions). */
-static int choose_variant(const uq__target_info *info) {
-  const char *want = uq__env_get(UQ__ENV_VARIANT);
-  if (want != NULL && strcmp(want, "portable") == 0)
-    return UQ_VARIANT_PORTABLE;
-  int matrix_only = want != NULL && strcmp(want, "matrix") == 0;
-  if (!matrix_only && uq__target_warpgroup_layer(info))
-    return UQ_VARIANT_WARPGROUP;
-  return uq__target_matrix_layer(info) ? UQ_VARIANT_MATRIX
-                                       : UQ_VARIANT_PORTABLE;
-}
-
-/* Blocks that keep an sm_90a device busy for about two waves of the
- * warpgroup layer (132 SMs of an H100/H200 hold four of its blocks each).
- * Against four waves (2048) this was faster on every shape measured on
- * the H200 (docs/BENCHMARKS.md, session 6); one wave (512) lost on long
- * sequences with many kv heads. */
-#define WARPGROUP_FULL_GRID 1024
-
-/* The sm_90a warpgroup layer's partitions: vLLM's, halved while the grid
- * (B x Hk x P blocks) stays at WARPGROUP_FULL_GRID or more. Each block
- * pays a fixed cost (the query's rotation, the epilogue) and each
- * partition adds workspace traffic and reduce work, so where the device
- * is full anyway fewer, longer partitions are faster (measured on the
- * H200: docs/BENCHMARKS.md). Halving never idles the device: a sequence
- * shorter than the window leaves partitions empty, and the layer spreads
- * its 64-token chunks over min(P, its chunks) blocks either way
- * (wgmma_sm90_maps.hip, uq_wg_chunks), so it loses parallelism only where
- * the grid is at least the full one. */
-static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts) {
-  while (parts > 2 && kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID)
-    parts /= 2;
-  return parts;
 }
 
 /* Refusals of the fast path: not an error, the caller reads the reason. */
@@ -192,7 +145,13 @@ int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
                         &info);
   if (rc != 0)
     return rc;
-  int variant = choose_variant(&info);
+  /* The layer: by default the best one uqjit has for the target
+   * (lib/codegen/layers.c); UQJIT_VARIANT may ask for a lower one, to
+   * compare or to work around one, but a layer the target lacks is never
+   * chosen. The variant is part of every key (the name spells it as v0 /
+   * v1 / v2), so all layers can live in one cache. */
+  const uq__layer *layer = uq__layer_choose(&info);
+  const int variant = layer->variant;
 
   const int64_t qg = hq / hk;
   plan->query_group_size = (int32_t)qg;
@@ -217,21 +176,18 @@ int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
                       "block_size %lld is not 16, 32, 64, 128 or 256",
                       (long long)bs);
 
-  /* Split-KV sizing, FORMAT.md section 6, line for line (the warpgroup
-   * layer's two departures are marked). */
+  /* Split-KV sizing, FORMAT.md section 6, line for line, except where the
+   * layer has rules of its own (the fewest tokens worth a partition, the
+   * partition count). */
   int64_t required = ceil_div(window, KV_COMPUTE_BLOCK);
   int64_t cap = batch <= 8 ? 512 : 256;
   int64_t floor_p = min64(cap, max64(1, splits));
   int64_t actual = max64(floor_p, min64(cap, required));
-  /* vLLM gives a partition ~192 tokens at least; the warpgroup layer deals
-   * out 64-token chunks (wgmma_sm90_maps.hip, uq_wg_chunks), so one chunk
-   * per partition is useful work: short windows get up to 3x the blocks,
-   * each with less serial work. */
-  const int64_t min_tokens = variant == UQ_VARIANT_WARPGROUP ? 64 : 192;
-  actual = min64(actual, max64(1, ceil_div(window, min_tokens)));
+  actual = min64(actual,
+                 max64(1, ceil_div(window, layer->min_partition_tokens)));
   int64_t parts = max64(2, next_pow2(actual));
-  if (variant == UQ_VARIANT_WARPGROUP)
-    parts = warpgroup_partitions(batch * hk, parts);
+  if (layer->partitions != NULL)
+    parts = layer->partitions(batch * hk, parts);
   int64_t tgpp = next_pow2(max64(1, ceil_div(required, parts)));
   int fuse = stride_head == d && stride_seq >= hq * d;
 
