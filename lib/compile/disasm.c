@@ -7,10 +7,10 @@
 
 #include "lib/base/alloc.h"
 #include "lib/base/buf.h"
-#include "lib/compile/comgr.h"
-#include "lib/base/dl.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
+#include "lib/base/os.h"
+#include "lib/compile/comgr.h"
 
 #define EM_AMDGPU_ 224
 #define EM_CUDA_ 190
@@ -464,14 +464,14 @@ static int find_disassembler(int amd, char *path, size_t n) {
   if (amd) {
     const char *forced = uq__env_get(UQ__ENV_OBJDUMP);
     if (forced != NULL) {
-      if (uq__dl_find_program(forced, path, n) == 0)
+      if (uq__os_find_program(forced, path, n) == 0)
         return 0;
       return uq__errorf(UQ_ENOENT, "no disassembler: %s=%s is not an "
                         "executable file", uq__env_name(UQ__ENV_OBJDUMP),
                         forced);
     }
     for (size_t i = 0; amd_tools[i] != NULL; i++)
-      if (uq__dl_find_program(amd_tools[i], path, n) == 0)
+      if (uq__os_find_program(amd_tools[i], path, n) == 0)
         return 0;
     return uq__errorf(UQ_ENOENT,
                       "no AMD disassembler: looked for llvm-objdump-22, "
@@ -480,7 +480,7 @@ static int find_disassembler(int amd, char *path, size_t n) {
                       uq__env_name(UQ__ENV_OBJDUMP));
   }
   for (size_t i = 0; nv_tools[i] != NULL; i++)
-    if (uq__dl_find_program(nv_tools[i], path, n) == 0)
+    if (uq__os_find_program(nv_tools[i], path, n) == 0)
       return 0;
   return uq__errorf(UQ_ENOENT,
                     "no NVIDIA disassembler: looked for cuobjdump and "
@@ -531,11 +531,11 @@ int uq_code_disassemble(const char *target, const void *obj, size_t len,
   status = find_disassembler(amd, tool, sizeof tool);
   if (status != 0)
     goto cleanup;
-  status = uq__dl_mkdtemp(dir, sizeof dir);
+  status = uq__os_mkdtemp(dir, sizeof dir);
   if (status != 0)
     goto cleanup;
   snprintf(file, sizeof file, "%s/%s", dir, amd ? "code.co" : "code.cubin");
-  status = uq__dl_write_file(file, obj, len);
+  status = uq__os_write_file(file, obj, len);
   if (status != 0)
     goto cleanup;
 
@@ -561,7 +561,7 @@ int uq_code_disassemble(const char *target, const void *obj, size_t len,
   }
   argv[argc++] = file;
   argv[argc] = NULL;
-  status = uq__dl_run(argv, NULL, &out, NULL, &err, &exit_code);
+  status = uq__os_run(argv, NULL, &out, NULL, &err, &exit_code);
   if (status != 0)
     goto cleanup;
   if (exit_code != 0) {
@@ -584,7 +584,7 @@ finish:
 cleanup:
   uq__buf_free(&head);
   if (dir[0] != '\0')
-    uq__dl_rmtree(dir);
+    uq__os_rmtree(dir);
   uq__free(out);
   uq__free(err);
   return status;
