@@ -487,6 +487,33 @@ static int find_disassembler(int amd, char *path, size_t n) {
                     "nvdisasm on PATH and in /usr/local/cuda/bin");
 }
 
+/* The disassembler's command line for `file` (argv has room for 6). On
+ * AMD the processor is named in the object; --mcpu (written into mcpu)
+ * only matters for tools too old to read it, and then it must be the bare
+ * processor. */
+static void tool_argv(char *tool, int amd, const char *isa, const char *target,
+                      char *file, char *mcpu, size_t mcpu_n, char *argv[6]) {
+  const char *base = strrchr(tool, '/');
+  base = base != NULL ? base + 1 : tool;
+  int argc = 0;
+  argv[argc++] = tool;
+  if (amd) {
+    const char *proc = strrchr(isa, '-');
+    const char *arch = proc != NULL ? proc + 1
+                       : target != NULL ? target
+                                        : "";
+    size_t k = strcspn(arch, ":");
+    snprintf(mcpu, mcpu_n, "--mcpu=%.*s", (int)k, arch);
+    argv[argc++] = "-d";
+    if (k > 0)
+      argv[argc++] = mcpu;
+  } else if (strstr(base, "cuobjdump") != NULL) {
+    argv[argc++] = "-sass";
+  }
+  argv[argc++] = file;
+  argv[argc] = NULL;
+}
+
 int uq_code_disassemble(const char *target, const void *obj, size_t len,
                         char **text, uq_code_info *info) {
   uq__error_clear();
@@ -539,28 +566,8 @@ int uq_code_disassemble(const char *target, const void *obj, size_t len,
   if (status != 0)
     goto cleanup;
 
-  const char *base = strrchr(tool, '/');
-  base = base != NULL ? base + 1 : tool;
   char *argv[6];
-  int argc = 0;
-  argv[argc++] = tool;
-  if (amd) {
-    /* The processor is named in the object; --mcpu only matters for tools
-     * too old to read it, and then it must be the bare processor. */
-    const char *proc = strrchr(local.isa, '-');
-    const char *arch = proc != NULL ? proc + 1
-                       : target != NULL ? target
-                                        : "";
-    size_t k = strcspn(arch, ":");
-    snprintf(mcpu, sizeof mcpu, "--mcpu=%.*s", (int)k, arch);
-    argv[argc++] = "-d";
-    if (k > 0)
-      argv[argc++] = mcpu;
-  } else if (strstr(base, "cuobjdump") != NULL) {
-    argv[argc++] = "-sass";
-  }
-  argv[argc++] = file;
-  argv[argc] = NULL;
+  tool_argv(tool, amd, local.isa, target, file, mcpu, sizeof mcpu, argv);
   status = uq__os_run(argv, NULL, &out, NULL, &err, &exit_code);
   if (status != 0)
     goto cleanup;
