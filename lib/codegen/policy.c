@@ -9,10 +9,10 @@
 
 #include "lib/base/env.h"
 #include "lib/base/error.h"
-#include "lib/format/format.h"
 #include "lib/codegen/key.h"
 #include "lib/codegen/layers.h"
 #include "lib/codegen/target.h"
+#include "lib/format/format.h"
 
 /* Tokens per tile group (16 tiles of 16 tokens). */
 #define KV_COMPUTE_BLOCK 256

@@ -8,7 +8,7 @@
 #include "lib/base/env.h"
 #include "lib/base/error.h"
 #include "lib/base/os.h"
-#include "lib/compile/compiler_impl.h"
+#include "lib/compile/compiler.h"
 #include "lib/gpu/platform.h"
 
 static const char *route_label(uq__route r) {

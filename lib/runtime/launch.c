@@ -19,10 +19,10 @@
 #include <string.h>
 
 #include "templates/common/uq_abi.h"
-#include "lib/runtime/context.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
 #include "lib/format/format.h"
+#include "lib/runtime/context.h"
 
 /* The last plan of this thread: repeated decodes of one shape on one
  * context (the serving loop) skip planning and the table lookups. Keyed by
