@@ -126,8 +126,9 @@ int uq__cache_open_entry_dir(const char *root, const char *tdir,
   *unsafe = NULL;
   int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    return errno == ENOENT || errno == ENOTDIR ? UQ_ENOENT
-                                               : uq__cache_status_of_errno(errno);
+    return errno == ENOENT || errno == ENOTDIR
+               ? UQ_ENOENT
+               : uq__cache_status_of_errno(errno);
   if (!uq__cache_dir_is_safe(fd)) {
     close(fd);
     *unsafe = root;
@@ -139,11 +140,13 @@ int uq__cache_open_entry_dir(const char *root, const char *tdir,
       close(fd);
       return e == ENOENT ? UQ_EIO : uq__cache_status_of_errno(e);
     }
-    int next = openat(fd, levels[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int next = openat(fd, levels[i],
+                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
     close(fd);
     if (next < 0)
-      return e == ENOENT || e == ENOTDIR ? UQ_ENOENT : uq__cache_status_of_errno(e);
+      return e == ENOENT || e == ENOTDIR ? UQ_ENOENT
+                                         : uq__cache_status_of_errno(e);
     if (!uq__cache_dir_is_safe(next)) {
       close(next);
       *unsafe = levels[i];

@@ -21,7 +21,7 @@ typedef struct uq__template {
   size_t len;
 } uq__template;
 
-/* Defined in the generated uq_templates.c (codegen/embed_templates.py). */
+/* Defined in the generated uq_templates.c (lib/codegen/embed_templates.py). */
 extern const uq__template uq__templates[];
 extern const size_t uq__templates_count;
 
@@ -85,7 +85,7 @@ static unsigned block_threads(const uq_key *key, const uq__target_info *info) {
   case UQ_KERNEL_DECODE:
     return uq__target_block_threads(info, key->variant);
   case UQ_KERNEL_REDUCE:
-    return 256u; /* UQ_REDUCE_THREADS in templates/reduce.hip */
+    return 256u; /* UQ_REDUCE_THREADS in templates/passes/reduce.hip */
   case UQ_KERNEL_PROLOGUE:
     return key->head_dim < 64 ? 64u
                               : (key->head_dim > 256 ? 256u

@@ -251,7 +251,7 @@ int uq_key_validate(const uq_key *key) {
                         "be 0",
                         d->name, prefixes[f]);
   /* Whether the target has the layer is the generator's question
-   * (codegen/emit.c): a key only names it. */
+   * (lib/codegen/emit.c): a key only names it. */
   if (uq__layer_find(key->variant) == NULL) {
     char layers[128];
     uq__layer_list(layers, sizeof layers);
