@@ -13,8 +13,8 @@
 #include <cmocka.h>
 #include <unistd.h>
 
+#include "lib/base/os.h"
 #include "lib/compile/compiler.h"
-#include "lib/base/dl.h"
 #include "uqjit.h"
 
 static const char *target;
@@ -228,7 +228,7 @@ int main(void) {
     printf("SKIP: no compiler for sm_90 or gfx950: %s\n", uq_last_error());
     return 77;
   }
-  if (uq__dl_mkdtemp(cache_dir, sizeof cache_dir) != 0)
+  if (uq__os_mkdtemp(cache_dir, sizeof cache_dir) != 0)
     return 1;
   printf("target %s, compiler %s, cache %s\n", target,
          uq__compiler_identity(cc), cache_dir);

@@ -44,9 +44,8 @@ const char *uq__env_get(uq__env_var var) {
   case UQ__ENV_AMD_COMPILER:
     ok = one_of(v, "clang", "hiprtc");
     break;
-  case UQ__ENV_VARIANT:
-    ok = one_of(v, "portable", "matrix") || strcmp(v, "warpgroup") == 0;
-    break;
+  /* UQ__ENV_VARIANT names a decode layer: the codegen layer table checks
+   * it (lib/codegen/layers.c), since the names are that table's. */
   case UQ__ENV_CACHE_DIR:
   case UQ__ENV_XDG_CACHE_HOME:
   case UQ__ENV_HOME:

@@ -24,7 +24,8 @@ typedef enum {
 
 /* The variable's name, e.g. "UQJIT_CLANG". */
 const char *uq__env_name(uq__env_var var);
-/* Its value, or NULL when unset, empty or invalid. */
+/* Its value, or NULL when unset, empty or invalid. UQ__ENV_VARIANT comes
+ * back unchecked: its caller (the layer table) validates and warns. */
 const char *uq__env_get(uq__env_var var);
 /* Boolean flags: UQJIT_DISABLE_JIT, UQJIT_QUIET. "1/true/yes/on" = 1,
  * "0/false/no/off"/unset = 0; anything else warns once and counts as 0. */

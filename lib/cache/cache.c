@@ -1,7 +1,8 @@
 /* The content-hashed on-disk code-object store (DESIGN.md, "The code-object
- * cache"). Paths are walked with openat() from each layer's root so that the
- * directories checked for safety are the ones the entry is read from. */
-#include "lib/cache/cache.h"
+ * cache"): opening its layers, reading entries (a bad one is a miss) and
+ * publishing them atomically. The entry format is entry.c; the directories
+ * and which of them are trusted, layout.c. */
+#include "lib/cache/cache_impl.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,9 +16,6 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
-
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
 
 #include "lib/base/alloc.h"
 #include "lib/base/env.h"
@@ -45,242 +43,6 @@ static int warned_unsafe_file;  /* an entry file */
 static int warned_put;
 static int warned_nodir;
 static int warned_layer;
-
-/* ---- Digest ---------------------------------------------------------- */
-
-static void put_le32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--)
-    v = (v << 8) | p[i];
-  return v;
-}
-
-static uint64_t get_le64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = (v << 8) | p[i];
-  return v;
-}
-
-void uq__cache_digest(const uq__cache_field *fields, size_t n, uq__digest *out) {
-  XXH3_state_t st;
-  uint8_t word[8];
-  XXH3_128bits_reset(&st);
-  put_le32(word, UQ__CACHE_FORMAT_VERSION);
-  XXH3_128bits_update(&st, word, 4);
-  for (size_t i = 0; i < n; i++) {
-    const char *label = fields[i].label != NULL ? fields[i].label : "";
-    size_t llen = strlen(label);
-    put_le64(word, llen);
-    XXH3_128bits_update(&st, word, 8);
-    XXH3_128bits_update(&st, label, llen);
-    put_le64(word, fields[i].len);
-    XXH3_128bits_update(&st, word, 8);
-    if (fields[i].len > 0)
-      XXH3_128bits_update(&st, fields[i].data, fields[i].len);
-  }
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
-  memcpy(out->bytes, c.digest, 16);
-}
-
-void uq__digest_hex(const uq__digest *d, char out[33]) {
-  static const char hex[] = "0123456789abcdef";
-  for (int i = 0; i < 16; i++) {
-    out[2 * i] = hex[d->bytes[i] >> 4];
-    out[2 * i + 1] = hex[d->bytes[i] & 15];
-  }
-  out[32] = '\0';
-}
-
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  return -1;
-}
-
-int uq__cache_digest_from_names(const char *hexdir, const char *file,
-                                uq__digest *out) {
-  char hex[33];
-  if (strlen(hexdir) != 2 || strlen(file) != 33 || strcmp(file + 30, ".co") != 0)
-    return UQ_EINVAL;
-  memcpy(hex, hexdir, 2);
-  memcpy(hex + 2, file, 30);
-  for (int i = 0; i < 16; i++) {
-    int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0)
-      return UQ_EINVAL;
-    out->bytes[i] = (uint8_t)(hi << 4 | lo);
-  }
-  return 0;
-}
-
-/* ---- Names ------------------------------------------------------------- */
-
-int uq__cache_target_dirname(const char *target,
-                             char out[UQ__CACHE_TARGET_FIELD]) {
-  if (target == NULL)
-    return uq__errorf(UQ_EINVAL, "cache: target is NULL");
-  size_t n = strlen(target);
-  if (n == 0 || n >= UQ__CACHE_TARGET_FIELD)
-    return uq__errorf(UQ_EINVAL, "cache: target length %zu not in 1..%d", n,
-                      UQ__CACHE_TARGET_FIELD - 1);
-  /* The target becomes a directory name: only the characters canonical
-   * targets use, so it can never climb out of the cache. */
-  if (target[0] == '.' || strstr(target, "..") != NULL)
-    return uq__errorf(UQ_EINVAL, "cache: unsafe target '%s'", target);
-  for (size_t i = 0; i < n; i++) {
-    char c = target[i];
-    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-             (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '+' ||
-             c == '.' || c == ':';
-    if (!ok)
-      return uq__errorf(UQ_EINVAL, "cache: bad character in target '%s'",
-                        target);
-    out[i] = c == ':' ? '.' : c;
-  }
-  out[n] = '\0';
-  return 0;
-}
-
-int uq__cache_is_temp_name(const char *name) {
-  return name[0] == '.' && strstr(name, ".tmp.") != NULL;
-}
-
-int uq__cache_resolve_dir(const char *dir, char **out) {
-  *out = NULL;
-  const char *base = NULL, *suffix = "";
-  if (dir != NULL && dir[0] != '\0') {
-    base = dir;
-  } else if ((base = uq__env_get(UQ__ENV_CACHE_DIR)) != NULL) {
-  } else if ((base = uq__env_get(UQ__ENV_XDG_CACHE_HOME)) != NULL) {
-    suffix = "/uqjit";
-  } else if ((base = uq__env_get(UQ__ENV_HOME)) != NULL) {
-    suffix = "/.cache/uqjit";
-  } else {
-    return uq__errorf(UQ_ENOENT,
-                      "no cache directory: set UQJIT_CACHE_DIR or HOME");
-  }
-  size_t n = strlen(base) + strlen(suffix) + 1;
-  char *p = uq__malloc(n);
-  if (p == NULL)
-    return uq__errorf(UQ_ENOMEM, "cache: out of memory");
-  snprintf(p, n, "%s%s", base, suffix);
-  /* Trailing slashes would only make paths in messages look odd. */
-  for (size_t len = strlen(p); len > 1 && p[len - 1] == '/'; len--)
-    p[len - 1] = '\0';
-  *out = p;
-  return 0;
-}
-
-/* ---- Directory safety --------------------------------------------------- */
-
-/* Loading a code object runs code on the GPU: nobody but us (or root) may
- * be able to put files where we read them. */
-static int dir_is_safe(int fd) {
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))
-    return 0;
-  if (st.st_uid != geteuid() && st.st_uid != 0)
-    return 0;
-  return (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
-}
-
-static int file_is_safe(const struct stat *st) {
-  if (!S_ISREG(st->st_mode))
-    return 0;
-  if (st->st_uid != geteuid() && st->st_uid != 0)
-    return 0;
-  return (st->st_mode & S_IWOTH) == 0;
-}
-
-/* Maps an errno from writing the cache to a status. */
-static int status_of_errno(int e) {
-  switch (e) {
-  case ENOSPC:
-  case EFBIG:
-#ifdef EDQUOT
-  case EDQUOT:
-#endif
-    return UQ_ENOSPC;
-  case EACCES:
-  case EPERM:
-  case EROFS:
-    return UQ_EPERM;
-  case ENOMEM:
-    return UQ_ENOMEM;
-  default:
-    return UQ_EIO;
-  }
-}
-
-/* Opens root/v1/<tdir>/<hh> checking every level; with `create`, missing
- * levels below the root are made 0700. Returns the 2-hex directory's fd or
- * a negative status (UQ_ENOENT when a level is missing, UQ_EPERM when one
- * is unsafe). `*unsafe` says which directory was refused. */
-static int open_entry_dir(const char *root, const char *tdir, const char *hh,
-                          int create, const char **unsafe) {
-  const char *levels[3] = {"v1", tdir, hh};
-  *unsafe = NULL;
-  int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return errno == ENOENT || errno == ENOTDIR ? UQ_ENOENT
-                                               : status_of_errno(errno);
-  if (!dir_is_safe(fd)) {
-    close(fd);
-    *unsafe = root;
-    return UQ_EPERM;
-  }
-  for (int i = 0; i < 3; i++) {
-    if (create && mkdirat(fd, levels[i], 0700) != 0 && errno != EEXIST) {
-      int e = errno;
-      close(fd);
-      return e == ENOENT ? UQ_EIO : status_of_errno(e);
-    }
-    int next = openat(fd, levels[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int e = errno;
-    close(fd);
-    if (next < 0)
-      return e == ENOENT || e == ENOTDIR ? UQ_ENOENT : status_of_errno(e);
-    if (!dir_is_safe(next)) {
-      close(next);
-      *unsafe = levels[i];
-      return UQ_EPERM;
-    }
-    fd = next;
-  }
-  return fd;
-}
-
-/* mkdir -p with 0700 for the levels we create. Errors are left to the
- * open that follows, which reports them. */
-static void make_dirs(const char *path) {
-  char buf[PATH_MAX];
-  size_t n = strlen(path);
-  if (n == 0 || n >= sizeof buf)
-    return;
-  memcpy(buf, path, n + 1);
-  for (size_t i = 1; i <= n; i++) {
-    if (buf[i] == '/' || buf[i] == '\0') {
-      char saved = buf[i];
-      buf[i] = '\0';
-      (void)mkdir(buf, 0700);
-      buf[i] = saved;
-    }
-  }
-}
 
 /* ---- Open / close -------------------------------------------------------- */
 
@@ -328,14 +90,14 @@ int uq__cache_open(const char *dir, const char *readonly_path, uq__cache **out) 
                   uq_last_error());
     uq__error_clear();
   } else {
-    make_dirs(c->wdir);
+    uq__cache_make_dirs(c->wdir);
     int fd = open(c->wdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
       uq__warn_once(&warned_nodir,
                     "cache directory %s unusable (%s); compiled kernels stay "
                     "in memory only", c->wdir, strerror(errno));
     } else {
-      c->wusable = dir_is_safe(fd);
+      c->wusable = uq__cache_dir_is_safe(fd);
       if (!c->wusable)
         uq__warn_once(&warned_unsafe_dir,
                       "cache directory %s is writable by another user or not "
@@ -380,124 +142,6 @@ const char *uq__cache_dir(const uq__cache *c) {
 
 /* ---- Reading ------------------------------------------------------------ */
 
-static int read_full(int fd, void *buf, size_t n, off_t off) {
-  uint8_t *p = buf;
-  while (n > 0) {
-    ssize_t r = pread(fd, p, n, off);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      return UQ_EIO;
-    if (r == 0)
-      return UQ_ECORRUPT; /* shrank under us */
-    p += r;
-    off += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
-static void make_header(uint8_t *h, const char *target, const uq__digest *key,
-                        const void *payload, size_t len) {
-  memset(h, 0, UQ__CACHE_HEADER_SIZE);
-  memcpy(h, UQ__CACHE_MAGIC, 8); /* includes the NUL */
-  put_le32(h + 8, UQ__CACHE_FORMAT_VERSION);
-  put_le32(h + 12, UQ__CACHE_HEADER_SIZE);
-  put_le64(h + 16, len);
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, XXH3_128bits(payload, len));
-  memcpy(h + 24, c.digest, 16);
-  memcpy(h + 40, key->bytes, 16);
-  memcpy(h + 56, target, strlen(target));
-  put_le64(h + 104, XXH3_64bits(h, 104));
-}
-
-int uq__cache_read_entry(int fd, const char *target, const uq__digest *key,
-                         void **payload, size_t *len,
-                         uq__cache_entry_info *info) {
-  uint8_t h[UQ__CACHE_HEADER_SIZE];
-  struct stat st;
-  void *buf = NULL;
-  int rc;
-  if (payload != NULL)
-    *payload = NULL;
-  if (len != NULL)
-    *len = 0;
-  if (fstat(fd, &st) != 0)
-    return UQ_EIO;
-  /* The size is checked before the header is trusted, so a crafted length
-   * can never drive an allocation. */
-  if (!S_ISREG(st.st_mode) || st.st_size < UQ__CACHE_HEADER_SIZE ||
-      (uint64_t)st.st_size - UQ__CACHE_HEADER_SIZE > UQ__CACHE_MAX_PAYLOAD)
-    return UQ_ECORRUPT;
-  rc = read_full(fd, h, sizeof h, 0);
-  if (rc != 0)
-    return rc;
-  if (memcmp(h, UQ__CACHE_MAGIC, 8) != 0 ||
-      get_le32(h + 8) != UQ__CACHE_FORMAT_VERSION ||
-      get_le32(h + 12) != UQ__CACHE_HEADER_SIZE ||
-      get_le64(h + 104) != XXH3_64bits(h, 104))
-    return UQ_ECORRUPT;
-  uint64_t plen = get_le64(h + 16);
-  if (plen != (uint64_t)st.st_size - UQ__CACHE_HEADER_SIZE)
-    return UQ_ECORRUPT;
-  /* The target field: a NUL-terminated name with zero padding. */
-  const char *tf = (const char *)h + 56;
-  size_t tlen = strnlen(tf, UQ__CACHE_TARGET_FIELD);
-  if (tlen == 0 || tlen == UQ__CACHE_TARGET_FIELD)
-    return UQ_ECORRUPT;
-  for (size_t i = tlen; i < UQ__CACHE_TARGET_FIELD; i++)
-    if (tf[i] != '\0')
-      return UQ_ECORRUPT;
-  if (info != NULL) {
-    memcpy(info->target, tf, tlen + 1);
-    memcpy(info->key.bytes, h + 40, 16);
-    info->payload_len = plen;
-  }
-  if (target != NULL && strcmp(target, tf) != 0)
-    return UQ_ECORRUPT;
-  if (key != NULL && memcmp(key->bytes, h + 40, 16) != 0)
-    return UQ_ECORRUPT;
-
-  XXH128_canonical_t sum;
-  if (payload != NULL) {
-    buf = uq__malloc((size_t)plen);
-    if (buf == NULL)
-      return UQ_ENOMEM;
-    rc = read_full(fd, buf, (size_t)plen, UQ__CACHE_HEADER_SIZE);
-    if (rc != 0)
-      goto done;
-    XXH128_canonicalFromHash(&sum, XXH3_128bits(buf, (size_t)plen));
-  } else {
-    uint8_t chunk[16384];
-    XXH3_state_t hs;
-    XXH3_128bits_reset(&hs);
-    for (uint64_t off = 0; off < plen;) {
-      size_t n = plen - off < sizeof chunk ? (size_t)(plen - off) : sizeof chunk;
-      rc = read_full(fd, chunk, n, (off_t)(UQ__CACHE_HEADER_SIZE + off));
-      if (rc != 0)
-        return rc;
-      XXH3_128bits_update(&hs, chunk, n);
-      off += n;
-    }
-    XXH128_canonicalFromHash(&sum, XXH3_128bits_digest(&hs));
-  }
-  if (memcmp(sum.digest, h + 24, 16) != 0) {
-    rc = UQ_ECORRUPT;
-    goto done;
-  }
-  if (payload != NULL) {
-    *payload = buf;
-    buf = NULL;
-  }
-  if (len != NULL)
-    *len = (size_t)plen;
-  rc = 0;
-done:
-  uq__free(buf);
-  return rc;
-}
-
 /* Removes a bad entry so that the next put replaces it, unless another
  * writer already renamed a fresh file over that name. */
 static void remove_bad_entry(int dirfd, const char *name, int fd) {
@@ -514,7 +158,7 @@ static int get_from(const char *root, int writable, const char *target,
                     const char *tdir, const char *hh, const char *fname,
                     const uq__digest *key, void **payload, size_t *len) {
   const char *unsafe;
-  int dirfd = open_entry_dir(root, tdir, hh, 0, &unsafe);
+  int dirfd = uq__cache_open_entry_dir(root, tdir, hh, 0, &unsafe);
   if (dirfd < 0) {
     if (unsafe != NULL)
       uq__warn_once(&warned_unsafe_layer,
@@ -529,7 +173,7 @@ static int get_from(const char *root, int writable, const char *target,
   struct stat st;
   if (fstat(fd, &st) != 0)
     goto done;
-  if (!file_is_safe(&st)) {
+  if (!uq__cache_file_is_safe(&st)) {
     if (S_ISREG(st.st_mode))
       uq__warn_once(&warned_unsafe_file,
                     "cache: not loading %s/.../%s: writable by others or not "
@@ -554,14 +198,6 @@ done:
   return rc;
 }
 
-static void entry_names(const uq__digest *key, char hh[3], char fname[34]) {
-  char hex[33];
-  uq__digest_hex(key, hex);
-  memcpy(hh, hex, 2);
-  hh[2] = '\0';
-  snprintf(fname, 34, "%s.co", hex + 2);
-}
-
 int uq__cache_get(uq__cache *c, const char *target, const uq__digest *key,
                   void **payload, size_t *len) {
   char tdir[UQ__CACHE_TARGET_FIELD], hh[3], fname[34];
@@ -570,7 +206,7 @@ int uq__cache_get(uq__cache *c, const char *target, const uq__digest *key,
   int rc = uq__cache_target_dirname(target, tdir);
   if (rc != 0)
     return rc;
-  entry_names(key, hh, fname);
+  uq__cache_entry_names(key, hh, fname);
   if (c->wusable) {
     rc = get_from(c->wdir, 1, target, tdir, hh, fname, key, payload, len);
     if (rc != UQ_ENOENT)
@@ -675,9 +311,9 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
   }
   if (c->wdir == NULL) /* uq__cache_open warned already */
     return uq__errorf(UQ_EIO, "cache: no writable cache directory");
-  entry_names(key, hh, fname);
-  make_dirs(c->wdir);
-  dirfd = open_entry_dir(c->wdir, tdir, hh, 1, &unsafe);
+  uq__cache_entry_names(key, hh, fname);
+  uq__cache_make_dirs(c->wdir);
+  dirfd = uq__cache_open_entry_dir(c->wdir, tdir, hh, 1, &unsafe);
   if (dirfd < 0) {
     rc = dirfd == UQ_ENOENT ? UQ_EIO : dirfd;
     if (unsafe != NULL)
@@ -697,15 +333,15 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
   }
   fd = mkostemp(tmp, O_CLOEXEC);
   if (fd < 0) {
-    rc = uq__errorf(status_of_errno(errno), "cache: cannot create a file in "
+    rc = uq__errorf(uq__cache_status_of_errno(errno), "cache: cannot create a file in "
                     "%s/v1/%s/%s: %s", c->wdir, tdir, hh, strerror(errno));
     goto fail;
   }
   created = 1;
-  make_header(h, target, key, payload, len);
+  uq__cache_make_header(h, target, key, payload, len);
   if (write_full(fd, h, sizeof h) != 0 ||
       (len > 0 && write_full(fd, payload, len) != 0) || fsync(fd) != 0) {
-    rc = uq__errorf(status_of_errno(errno), "cache: writing %s: %s", tmp,
+    rc = uq__errorf(uq__cache_status_of_errno(errno), "cache: writing %s: %s", tmp,
                     strerror(errno));
     goto fail;
   }
@@ -713,14 +349,14 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
   fchmod(fd, 0644);
   if (close(fd) != 0) {
     fd = -1;
-    rc = uq__errorf(status_of_errno(errno), "cache: writing %s: %s", tmp,
+    rc = uq__errorf(uq__cache_status_of_errno(errno), "cache: writing %s: %s", tmp,
                     strerror(errno));
     goto fail;
   }
   fd = -1;
   const char *tmpbase = strrchr(tmp, '/') + 1;
   if (renameat(dirfd, tmpbase, dirfd, fname) != 0) {
-    rc = uq__errorf(status_of_errno(errno), "cache: publishing %s: %s", tmp,
+    rc = uq__errorf(uq__cache_status_of_errno(errno), "cache: publishing %s: %s", tmp,
                     strerror(errno));
     goto fail;
   }

@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/cache/cache.h"
 #include "lib/base/alloc.h"
 #include "lib/base/error.h"
+#include "lib/cache/cache.h"
 #include "uqjit.h"
 
 /* A temporary file younger than this may belong to a live writer. */

@@ -12,6 +12,7 @@
 
 #include "lib/base/error.h"
 #include "lib/codegen/key.h"
+#include "lib/codegen/layers.h"
 #include "lib/codegen/target.h"
 
 typedef struct uq__template {
@@ -20,7 +21,7 @@ typedef struct uq__template {
   size_t len;
 } uq__template;
 
-/* Defined in the generated uq_templates.c (codegen/embed_templates.py). */
+/* Defined in the generated uq_templates.c (lib/codegen/embed_templates.py). */
 extern const uq__template uq__templates[];
 extern const size_t uq__templates_count;
 
@@ -84,7 +85,7 @@ static unsigned block_threads(const uq_key *key, const uq__target_info *info) {
   case UQ_KERNEL_DECODE:
     return uq__target_block_threads(info, key->variant);
   case UQ_KERNEL_REDUCE:
-    return 256u; /* UQ_REDUCE_THREADS in templates/reduce.hip */
+    return 256u; /* UQ_REDUCE_THREADS in templates/passes/reduce.hip */
   case UQ_KERNEL_PROLOGUE:
     return key->head_dim < 64 ? 64u
                               : (key->head_dim > 256 ? 256u
@@ -201,25 +202,13 @@ int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
                       uq__route_name(route), key->target);
   /* Every kind of a layer's plan is refused where the target lacks the
    * layer, so no cache ever holds a key the planner would not make. */
-  if (key->variant == UQ_VARIANT_MATRIX && !uq__target_matrix_layer(&info))
-    return uq__errorf(UQ_EINVAL,
-                      "target %s has no matrix decode layer (variant %d); "
-                      "use the portable variant",
-                      key->target, (int)key->variant);
-  if (key->variant == UQ_VARIANT_WARPGROUP &&
-      !uq__target_warpgroup_layer(&info))
-    return uq__errorf(UQ_EINVAL,
-                      "target %s has no warpgroup decode layer (variant %d; "
-                      "it needs sm_90a); use the matrix or portable variant",
-                      key->target, (int)key->variant);
-  if (key->variant != UQ_VARIANT_PORTABLE && key->kind == UQ_KERNEL_DECODE &&
-      (key->head_dim != 256 || key->query_group_size > 16))
-    return uq__errorf(UQ_EINVAL,
-                      "the %s decode layer needs head_dim 256 and a "
-                      "query group size <= 16, not %d and %d",
-                      key->variant == UQ_VARIANT_MATRIX ? "matrix"
-                                                        : "warpgroup",
-                      (int)key->head_dim, (int)key->query_group_size);
+  const uq__layer *layer = uq__layer_find(key->variant);
+  if ((rc = uq__layer_check_target(layer, &info, key->target)) != 0)
+    return rc;
+  if (key->kind == UQ_KERNEL_DECODE &&
+      (rc = uq__layer_check_decode(layer, key->head_dim,
+                                   key->query_group_size)) != 0)
+    return rc;
 
   char name[UQ__KEY_NAME_MAX];
   char symbol[UQ__KEY_NAME_MAX];
@@ -236,30 +225,15 @@ int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
                  "/* uqjit %s kernel %s\n * route: %s. Generated from "
                  "templates/ by codegen/emit.c: do not edit. */\n",
                  UQ_VERSION_STRING, name, uq__route_name(route));
-  /* Up to three templates per kind, plus the NULL that ends the list. */
-  const char *parts[5] = {NULL, NULL, NULL, NULL, NULL};
+  static const char *const reduce_parts[] = {"reduce.hip", NULL};
+  static const char *const prologue_parts[] = {"prologue.hip", NULL};
+  static const char *const store_parts[] = {"store.hip", NULL};
+  const char *const *parts;
   switch (key->kind) {
-  case UQ_KERNEL_DECODE:
-    if (key->variant == UQ_VARIANT_MATRIX) {
-      /* The sm_90 matrix layer is a whole kernel of its own. */
-      parts[0] = "mma_sm90_maps.hip";
-      parts[1] = "sm90_chunks.hip";
-      parts[2] = "decode_mma_sm90.hip";
-    } else if (key->variant == UQ_VARIANT_WARPGROUP) {
-      /* So is the sm_90a warpgroup layer; it builds on the matrix layer's
-       * index maps, so those come first. */
-      parts[0] = "mma_sm90_maps.hip";
-      parts[1] = "wgmma_sm90_maps.hip";
-      parts[2] = "sm90_chunks.hip";
-      parts[3] = "decode_wgmma_sm90.hip";
-    } else {
-      parts[0] = "layer_portable.hip";
-      parts[1] = "decode.hip";
-    }
-    break;
-  case UQ_KERNEL_REDUCE: parts[0] = "reduce.hip"; break;
-  case UQ_KERNEL_PROLOGUE: parts[0] = "prologue.hip"; break;
-  case UQ_KERNEL_STORE: parts[0] = "store.hip"; break;
+  case UQ_KERNEL_DECODE: parts = layer->templates; break;
+  case UQ_KERNEL_REDUCE: parts = reduce_parts; break;
+  case UQ_KERNEL_PROLOGUE: parts = prologue_parts; break;
+  case UQ_KERNEL_STORE: parts = store_parts; break;
   default:
     return uq__errorf(UQ_EINVAL, "unknown kernel kind %u", (unsigned)key->kind);
   }

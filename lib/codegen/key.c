@@ -8,8 +8,9 @@
 #include <string.h>
 
 #include "lib/base/error.h"
-#include "lib/format/format.h"
+#include "lib/codegen/layers.h"
 #include "lib/codegen/target.h"
+#include "lib/format/format.h"
 
 /* The fields a name can spell, in name order. */
 typedef enum {
@@ -250,13 +251,13 @@ int uq_key_validate(const uq_key *key) {
                         "be 0",
                         d->name, prefixes[f]);
   /* Whether the target has the layer is the generator's question
-   * (codegen/emit.c): a key only names it. */
-  if (key->variant != UQ_VARIANT_PORTABLE && key->variant != UQ_VARIANT_MATRIX &&
-      key->variant != UQ_VARIANT_WARPGROUP)
-    return uq__errorf(UQ_EINVAL,
-                      "%s key has an unknown variant %d (0 portable, 1 "
-                      "matrix, 2 warpgroup)",
-                      d->name, (int)key->variant);
+   * (lib/codegen/emit.c): a key only names it. */
+  if (uq__layer_find(key->variant) == NULL) {
+    char layers[128];
+    uq__layer_list(layers, sizeof layers);
+    return uq__errorf(UQ_EINVAL, "%s key has an unknown variant %d (%s)",
+                      d->name, (int)key->variant, layers);
+  }
   if (!uq__is_pow2(key->head_dim) || key->head_dim < UQ__KEY_HEAD_DIM_MIN ||
       key->head_dim > UQ__KEY_HEAD_DIM_MAX)
     return uq__errorf(UQ_EINVAL,

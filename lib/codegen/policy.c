@@ -9,9 +9,10 @@
 
 #include "lib/base/env.h"
 #include "lib/base/error.h"
-#include "lib/format/format.h"
 #include "lib/codegen/key.h"
+#include "lib/codegen/layers.h"
 #include "lib/codegen/target.h"
+#include "lib/format/format.h"
 
 /* Tokens per tile group (16 tiles of 16 tokens). */
 #define KV_COMPUTE_BLOCK 256
@@ -61,52 +62,120 @@ static int place(size_t *end, size_t bytes, size_t *offset) {
   return 0;
 }
 
-/* The variant: by default the best layer uqjit has for the target: the
- * warpgroup layer on sm_90a (templates/decode_wgmma_sm90.hip), else the
- * matrix layer on NVIDIA sm_90 and newer (templates/decode_mma_sm90.hip),
- * else the portable layer, which is correct on every target.
- * UQJIT_VARIANT asks for a lower layer, to compare or to work around one:
- * "portable" always gets it; "matrix" gets the matrix layer where the
- * target has one, else the portable one; "warpgroup" is the default
- * spelled out. A layer the target lacks is never chosen, whatever is
- * asked. An invalid UQJIT_VARIANT is warned about by uq__env_get and
- * ignored. The variant is part of every key (the name spells it as v0 /
- * v1 / v2), so all layers can live in one cache; the fast layers keep the
- * portable launch contract (grid, 128 threads, workspace), and P and TGPP
- * stay vLLM's except where the warpgroup layer's grid is large
- * (warpgroup_partitions). */
-static int choose_variant(const uq__target_info *info) {
-  const char *want = uq__env_get(UQ__ENV_VARIANT);
-  if (want != NULL && strcmp(want, "portable") == 0)
-    return UQ_VARIANT_PORTABLE;
-  int matrix_only = want != NULL && strcmp(want, "matrix") == 0;
-  if (!matrix_only && uq__target_warpgroup_layer(info))
-    return UQ_VARIANT_WARPGROUP;
-  return uq__target_matrix_layer(info) ? UQ_VARIANT_MATRIX
-                                       : UQ_VARIANT_PORTABLE;
+/* A shape with its defaults filled in and checked: what every step of the
+ * plan reads. */
+typedef struct plan_in {
+  int64_t batch, hq, hk, d, bs, mb;
+  int64_t qg;          /* query group size: hq / hk */
+  int64_t window;      /* block_size x max_blocks_per_seq tokens */
+  int64_t splits;      /* max_num_kv_splits, 32 when 0 */
+  int64_t stride_seq, stride_head;
+  int64_t scale_e8;    /* the softmax scale at 8 decimals */
+  int32_t padded;      /* the padded slot */
+  uq_dtype dtype;
+  int fuse;            /* the query rotation runs inside the decode kernel */
+  uq__target_info info;
+  const uq__layer *layer;
+  char target[UQ_TARGET_MAX]; /* canonical */
+} plan_in;
+
+/* What the split-KV sizing decides. */
+typedef struct plan_split {
+  int64_t parts, tgpp;
+} plan_split;
+
+/* The shape's sizes: positive, whole query groups, a head_dim with a slot,
+ * a window of int32 tokens. */
+static int read_sizes(const uq_shape *shape, plan_in *in) {
+  in->batch = shape->batch;
+  in->hq = shape->num_q_heads;
+  in->hk = shape->num_kv_heads;
+  in->d = shape->head_dim;
+  in->bs = shape->block_size;
+  in->mb = shape->max_blocks_per_seq;
+  if (in->batch <= 0 || in->hq <= 0 || in->hk <= 0 || in->d <= 0 ||
+      in->bs <= 0 || in->mb <= 0)
+    return uq__errorf(UQ_EINVAL,
+                      "shape sizes must be positive: batch %lld, q heads "
+                      "%lld, kv heads %lld, head_dim %lld, block_size %lld, "
+                      "max_blocks_per_seq %lld",
+                      (long long)in->batch, (long long)in->hq,
+                      (long long)in->hk, (long long)in->d, (long long)in->bs,
+                      (long long)in->mb);
+  if (in->hq % in->hk != 0)
+    return uq__errorf(UQ_EINVAL,
+                      "num_q_heads %lld is not a multiple of num_kv_heads %lld",
+                      (long long)in->hq, (long long)in->hk);
+  if (uq_slot_size((int)in->d) == 0)
+    return uq__errorf(UQ_EINVAL, "head_dim %lld is not a multiple of 32",
+                      (long long)in->d);
+  in->qg = in->hq / in->hk;
+  in->window = in->bs * in->mb;
+  if (in->window > INT32_MAX)
+    return uq__errorf(UQ_EOVERFLOW,
+                      "block_size %lld x max_blocks_per_seq %lld = %lld "
+                      "tokens exceeds the int32 sequence lengths",
+                      (long long)in->bs, (long long)in->mb,
+                      (long long)in->window);
+  return 0;
 }
 
-/* Blocks that keep an sm_90a device busy for about two waves of the
- * warpgroup layer (132 SMs of an H100/H200 hold four of its blocks each).
- * Against four waves (2048) this was faster on every shape measured on
- * the H200 (docs/BENCHMARKS.md, session 6); one wave (512) lost on long
- * sequences with many kv heads. */
-#define WARPGROUP_FULL_GRID 1024
+/* The softmax scale: 1/sqrt(D) when 0, baked into the kernels rounded to
+ * 8 decimals (vLLM's key does the same), so that is the scale the plan
+ * reports. */
+static int read_scale(const uq_shape *shape, plan_in *in) {
+  float scale = shape->scale;
+  if (scale == 0.0f)
+    scale = 1.0f / sqrtf((float)in->d);
+  if (!isfinite(scale) || scale < 0.0f || scale > SCALE_MAX)
+    return uq__errorf(UQ_EINVAL, "softmax scale %g must be in (0, %g]",
+                      (double)scale, SCALE_MAX);
+  in->scale_e8 = llround((double)scale * 1e8);
+  if (in->scale_e8 <= 0)
+    return uq__errorf(UQ_EINVAL,
+                      "softmax scale %g rounds to 0 at 8 decimals",
+                      (double)scale);
+  return 0;
+}
 
-/* The sm_90a warpgroup layer's partitions: vLLM's, halved while the grid
- * (B x Hk x P blocks) stays at WARPGROUP_FULL_GRID or more. Each block
- * pays a fixed cost (the query's rotation, the epilogue) and each
- * partition adds workspace traffic and reduce work, so where the device
- * is full anyway fewer, longer partitions are faster (measured on the
- * H200: docs/BENCHMARKS.md). Halving never idles the device: a sequence
- * shorter than the window leaves partitions empty, and the layer spreads
- * its 64-token chunks over min(P, its chunks) blocks either way
- * (wgmma_sm90_maps.hip, uq_wg_chunks), so it loses parallelism only where
- * the grid is at least the full one. */
-static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts) {
-  while (parts > 2 && kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID)
-    parts /= 2;
-  return parts;
+/* The shape's options, defaults filled in: padded slot, KV splits, query
+ * strides and dtype, then the scale. */
+static int read_options(const uq_shape *shape, plan_in *in) {
+  int rc = uq__resolve_padded_slot((int)in->d, shape->padded_slot,
+                                   &in->padded);
+  if (rc != 0)
+    return rc;
+  if (shape->max_num_kv_splits < 0)
+    return uq__errorf(UQ_EINVAL, "max_num_kv_splits %d is negative",
+                      (int)shape->max_num_kv_splits);
+  in->splits = shape->max_num_kv_splits ? shape->max_num_kv_splits : 32;
+  in->stride_seq = shape->q_stride_seq ? shape->q_stride_seq : in->hq * in->d;
+  in->stride_head = shape->q_stride_head ? shape->q_stride_head : in->d;
+  if (in->stride_seq < 0 || in->stride_head < 0)
+    return uq__errorf(UQ_EINVAL, "query strides (%lld, %lld) are negative",
+                      (long long)shape->q_stride_seq,
+                      (long long)shape->q_stride_head);
+  in->fuse = in->stride_head == in->d && in->stride_seq >= in->hq * in->d;
+  in->dtype = shape->q_dtype ? shape->q_dtype : UQ_DTYPE_BF16;
+  if (in->dtype != UQ_DTYPE_BF16 && in->dtype != UQ_DTYPE_FP16)
+    return uq__errorf(UQ_EINVAL,
+                      "query dtype %d is not bf16 (%d) or fp16 (%d)",
+                      (int)in->dtype, UQ_DTYPE_BF16, UQ_DTYPE_FP16);
+  return read_scale(shape, in);
+}
+
+/* The target and its layer: by default the best one uqjit has for the
+ * target (lib/codegen/layers.c); UQJIT_VARIANT may ask for a lower one, to
+ * compare or to work around one, but a layer the target lacks is never
+ * chosen. The variant is part of every key (the name spells it as v0 /
+ * v1 / v2), so all layers can live in one cache. */
+static int read_target(const char *target, plan_in *in) {
+  int rc = uq__target_parse(target ? target : "gfx950", in->target,
+                            sizeof in->target, &in->info);
+  if (rc != 0)
+    return rc;
+  in->layer = uq__layer_choose(&in->info);
+  return 0;
 }
 
 /* Refusals of the fast path: not an error, the caller reads the reason. */
@@ -117,130 +186,57 @@ static int ineligible(uq_plan *plan, const char *fmt, ...) {
   plan->eligible = 0;
   vsnprintf(plan->reason, sizeof plan->reason, fmt, ap);
   va_end(ap);
-  return 0;
+  return 1;
 }
 
-int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
-  uq__error_clear();
-  if (shape == NULL || plan == NULL)
-    return uq__errorf(UQ_EINVAL, "shape or plan is NULL");
-  memset(plan, 0, sizeof *plan);
-
-  const int64_t batch = shape->batch, hq = shape->num_q_heads,
-                hk = shape->num_kv_heads, d = shape->head_dim,
-                bs = shape->block_size, mb = shape->max_blocks_per_seq;
-  if (batch <= 0 || hq <= 0 || hk <= 0 || d <= 0 || bs <= 0 || mb <= 0)
-    return uq__errorf(UQ_EINVAL,
-                      "shape sizes must be positive: batch %lld, q heads "
-                      "%lld, kv heads %lld, head_dim %lld, block_size %lld, "
-                      "max_blocks_per_seq %lld",
-                      (long long)batch, (long long)hq, (long long)hk,
-                      (long long)d, (long long)bs, (long long)mb);
-  if (hq % hk != 0)
-    return uq__errorf(UQ_EINVAL,
-                      "num_q_heads %lld is not a multiple of num_kv_heads %lld",
-                      (long long)hq, (long long)hk);
-  if (uq_slot_size((int)d) == 0)
-    return uq__errorf(UQ_EINVAL, "head_dim %lld is not a multiple of 32",
-                      (long long)d);
-  int64_t window = bs * mb;
-  if (window > INT32_MAX)
-    return uq__errorf(UQ_EOVERFLOW,
-                      "block_size %lld x max_blocks_per_seq %lld = %lld "
-                      "tokens exceeds the int32 sequence lengths",
-                      (long long)bs, (long long)mb, (long long)window);
-
-  int32_t padded;
-  int rc = uq__resolve_padded_slot((int)d, shape->padded_slot, &padded);
-  if (rc != 0)
-    return rc;
-  if (shape->max_num_kv_splits < 0)
-    return uq__errorf(UQ_EINVAL, "max_num_kv_splits %d is negative",
-                      (int)shape->max_num_kv_splits);
-  int64_t splits = shape->max_num_kv_splits ? shape->max_num_kv_splits : 32;
-
-  int64_t stride_seq = shape->q_stride_seq ? shape->q_stride_seq : hq * d;
-  int64_t stride_head = shape->q_stride_head ? shape->q_stride_head : d;
-  if (stride_seq < 0 || stride_head < 0)
-    return uq__errorf(UQ_EINVAL, "query strides (%lld, %lld) are negative",
-                      (long long)shape->q_stride_seq,
-                      (long long)shape->q_stride_head);
-
-  uq_dtype dtype = shape->q_dtype ? shape->q_dtype : UQ_DTYPE_BF16;
-  if (dtype != UQ_DTYPE_BF16 && dtype != UQ_DTYPE_FP16)
-    return uq__errorf(UQ_EINVAL,
-                      "query dtype %d is not bf16 (%d) or fp16 (%d)",
-                      (int)dtype, UQ_DTYPE_BF16, UQ_DTYPE_FP16);
-
-  float scale = shape->scale;
-  if (scale == 0.0f)
-    scale = 1.0f / sqrtf((float)d);
-  if (!isfinite(scale) || scale < 0.0f || scale > SCALE_MAX)
-    return uq__errorf(UQ_EINVAL, "softmax scale %g must be in (0, %g]",
-                      (double)scale, SCALE_MAX);
-  /* The kernels bake the scale rounded to 8 decimals (vLLM's key does the
-   * same), so that is the scale the plan reports. */
-  int64_t scale_e8 = llround((double)scale * 1e8);
-  if (scale_e8 <= 0)
-    return uq__errorf(UQ_EINVAL,
-                      "softmax scale %g rounds to 0 at 8 decimals",
-                      (double)scale);
-
-  char canon[UQ_TARGET_MAX];
-  uq__target_info info;
-  rc = uq__target_parse(target ? target : "gfx950", canon, sizeof canon,
-                        &info);
-  if (rc != 0)
-    return rc;
-  int variant = choose_variant(&info);
-
-  const int64_t qg = hq / hk;
-  plan->query_group_size = (int32_t)qg;
-  plan->padded_slot = padded;
-  plan->scale = (float)((double)scale_e8 / 1e8);
-  plan->block_threads = uq__target_block_threads(&info, variant);
-
-  if (d != 256)
-    return ineligible(plan, "head_dim %lld is not 256", (long long)d);
-  if (qg != 6 && qg != 8 && qg != 16)
+/* 0 when the fast path serves the shape, else 1 with the reason set. */
+static int refuse(const uq_shape *shape, const plan_in *in, uq_plan *plan) {
+  if (in->d != 256)
+    return ineligible(plan, "head_dim %lld is not 256", (long long)in->d);
+  if (in->qg != 6 && in->qg != 8 && in->qg != 16)
     return ineligible(plan,
                       "query group size (q heads / kv heads) %lld is not 6, 8 "
                       "or 16",
-                      (long long)qg);
+                      (long long)in->qg);
   if (shape->has_sinks)
     return ineligible(plan, "attention sinks are not supported");
   if (shape->sliding_window > 0)
     return ineligible(plan, "sliding window %lld is not supported",
                       (long long)shape->sliding_window);
-  if (bs != 16 && bs != 32 && bs != 64 && bs != 128 && bs != 256)
+  if (in->bs != 16 && in->bs != 32 && in->bs != 64 && in->bs != 128 &&
+      in->bs != 256)
     return ineligible(plan,
                       "block_size %lld is not 16, 32, 64, 128 or 256",
-                      (long long)bs);
+                      (long long)in->bs);
+  return 0;
+}
 
-  /* Split-KV sizing, FORMAT.md section 6, line for line (the warpgroup
-   * layer's two departures are marked). */
-  int64_t required = ceil_div(window, KV_COMPUTE_BLOCK);
-  int64_t cap = batch <= 8 ? 512 : 256;
-  int64_t floor_p = min64(cap, max64(1, splits));
+/* Split-KV sizing, FORMAT.md section 6, line for line, except where the
+ * layer has rules of its own (the fewest tokens worth a partition, the
+ * partition count). */
+static plan_split split_kv(const plan_in *in) {
+  plan_split s;
+  int64_t required = ceil_div(in->window, KV_COMPUTE_BLOCK);
+  int64_t cap = in->batch <= 8 ? 512 : 256;
+  int64_t floor_p = min64(cap, max64(1, in->splits));
   int64_t actual = max64(floor_p, min64(cap, required));
-  /* vLLM gives a partition ~192 tokens at least; the warpgroup layer deals
-   * out 64-token chunks (wgmma_sm90_maps.hip, uq_wg_chunks), so one chunk
-   * per partition is useful work: short windows get up to 3x the blocks,
-   * each with less serial work. */
-  const int64_t min_tokens = variant == UQ_VARIANT_WARPGROUP ? 64 : 192;
-  actual = min64(actual, max64(1, ceil_div(window, min_tokens)));
-  int64_t parts = max64(2, next_pow2(actual));
-  if (variant == UQ_VARIANT_WARPGROUP)
-    parts = warpgroup_partitions(batch * hk, parts);
-  int64_t tgpp = next_pow2(max64(1, ceil_div(required, parts)));
-  int fuse = stride_head == d && stride_seq >= hq * d;
+  actual = min64(actual, max64(1, ceil_div(in->window,
+                                           in->layer->min_partition_tokens)));
+  s.parts = max64(2, next_pow2(actual));
+  if (in->layer->partitions != NULL)
+    s.parts = in->layer->partitions(in->batch * in->hk, s.parts);
+  s.tgpp = next_pow2(max64(1, ceil_div(required, s.parts)));
+  return s;
+}
 
-  /* Workspace: segm_out bf16 [B,Hk,P,QG,D], segm_max/segm_sum fp32
-   * [B,Hk,P,QG], q_rot fp32 [B,Hq,D] when the prologue runs. */
-  size_t out_bytes, stat_bytes, qrot_bytes = 0, end = 0;
-  const int64_t out_dims[] = {batch, hk, parts, qg, d, 2};
-  const int64_t stat_dims[] = {batch, hk, parts, qg, 4};
-  const int64_t qrot_dims[] = {batch, hq, d, 4};
+/* Workspace: segm_out bf16 [B,Hk,P,QG,D], segm_max/segm_sum fp32
+ * [B,Hk,P,QG], q_rot fp32 [B,Hq,D] when the prologue runs. */
+static int place_workspace(const plan_in *in, int64_t parts, uq_plan *plan) {
+  size_t out_bytes, stat_bytes, qrot_bytes = 0, end = 0, total = 0;
+  const int64_t out_dims[] = {in->batch, in->hk, parts, in->qg, in->d, 2};
+  const int64_t stat_dims[] = {in->batch, in->hk, parts, in->qg, 4};
+  const int64_t qrot_dims[] = {in->batch, in->hq, in->d, 4};
+  const int fuse = in->fuse;
   int over = mul_sizes(&out_bytes, out_dims, 6) ||
              mul_sizes(&stat_bytes, stat_dims, 5) ||
              (!fuse && mul_sizes(&qrot_bytes, qrot_dims, 4));
@@ -248,7 +244,6 @@ int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
          place(&end, stat_bytes, &plan->ws_segm_max) ||
          place(&end, stat_bytes, &plan->ws_segm_sum) ||
          (!fuse && place(&end, qrot_bytes, &plan->ws_q_rot));
-  size_t total = 0;
   over = over || place(&end, 0, &total);
   if (over) {
     plan->ws_segm_out = plan->ws_segm_max = plan->ws_segm_sum = 0;
@@ -256,61 +251,97 @@ int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
     return uq__errorf(UQ_EOVERFLOW,
                       "workspace of batch %lld, %lld kv heads, %lld "
                       "partitions overflows size_t",
-                      (long long)batch, (long long)hk, (long long)parts);
+                      (long long)in->batch, (long long)in->hk,
+                      (long long)parts);
   }
-
-  plan->eligible = 1;
-  plan->num_partitions = (int32_t)parts;
-  plan->tile_groups_per_partition = (int32_t)tgpp;
-  plan->fuse_qrot = fuse;
   plan->workspace_bytes = total;
-  plan->decode_grid[0] = (uint32_t)batch;
-  plan->decode_grid[1] = (uint32_t)hk;
-  plan->decode_grid[2] = (uint32_t)parts;
-  plan->reduce_grid[0] = (uint32_t)batch;
-  plan->reduce_grid[1] = (uint32_t)hq;
-  plan->reduce_grid[2] = (uint32_t)(d / 64);
-  if (!fuse) {
-    plan->prologue_grid[0] = (uint32_t)batch;
-    plan->prologue_grid[1] = (uint32_t)hq;
+  return 0;
+}
+
+static void set_grids(const plan_in *in, plan_split s, uq_plan *plan) {
+  plan->eligible = 1;
+  plan->num_partitions = (int32_t)s.parts;
+  plan->tile_groups_per_partition = (int32_t)s.tgpp;
+  plan->fuse_qrot = in->fuse;
+  plan->decode_grid[0] = (uint32_t)in->batch;
+  plan->decode_grid[1] = (uint32_t)in->hk;
+  plan->decode_grid[2] = (uint32_t)s.parts;
+  plan->reduce_grid[0] = (uint32_t)in->batch;
+  plan->reduce_grid[1] = (uint32_t)in->hq;
+  plan->reduce_grid[2] = (uint32_t)(in->d / 64);
+  if (!in->fuse) {
+    plan->prologue_grid[0] = (uint32_t)in->batch;
+    plan->prologue_grid[1] = (uint32_t)in->hq;
     plan->prologue_grid[2] = 1;
   }
+}
 
-  /* The fields every kind carries; each key adds its own to a copy (the
-   * plan was zeroed, so the bytes stay reproducible). */
+/* The plan's keys: decode, reduce and, unless fused, prologue. The fields
+ * every kind carries go in first; each key adds its own to a copy (the
+ * plan was zeroed, so the bytes stay reproducible). */
+static void set_keys(const plan_in *in, plan_split s, uq_plan *plan) {
   uq_key common;
   memset(&common, 0, sizeof common);
-  common.dtype = (uint32_t)dtype;
-  common.variant = variant;
-  common.head_dim = (int32_t)d;
-  common.num_kv_heads = (int32_t)hk;
-  common.query_group_size = (int32_t)qg;
-  memcpy(common.target, canon, strlen(canon) + 1);
+  common.dtype = (uint32_t)in->dtype;
+  common.variant = in->layer->variant;
+  common.head_dim = (int32_t)in->d;
+  common.num_kv_heads = (int32_t)in->hk;
+  common.query_group_size = (int32_t)in->qg;
+  memcpy(common.target, in->target, strlen(in->target) + 1);
 
   uq_key *dec = &plan->kernels[0];
   *dec = common;
   dec->kind = UQ_KERNEL_DECODE;
-  dec->num_partitions = (int32_t)parts;
-  dec->max_blocks_per_seq = (int32_t)mb;
-  dec->scale_e8 = scale_e8;
-  dec->kv_block_size = (int32_t)bs;
-  dec->padded_slot = padded;
-  dec->fuse_qrot = fuse;
-  dec->tile_groups_per_partition = (int32_t)tgpp;
-  dec->stride_q_seq = stride_seq;
-  dec->stride_q_head = stride_head;
+  dec->num_partitions = (int32_t)s.parts;
+  dec->max_blocks_per_seq = (int32_t)in->mb;
+  dec->scale_e8 = in->scale_e8;
+  dec->kv_block_size = (int32_t)in->bs;
+  dec->padded_slot = in->padded;
+  dec->fuse_qrot = in->fuse;
+  dec->tile_groups_per_partition = (int32_t)s.tgpp;
+  dec->stride_q_seq = in->stride_seq;
+  dec->stride_q_head = in->stride_head;
 
   uq_key *red = &plan->kernels[1];
   *red = common;
   red->kind = UQ_KERNEL_REDUCE;
-  red->num_partitions = (int32_t)parts;
+  red->num_partitions = (int32_t)s.parts;
 
   plan->num_kernels = 2;
-  if (!fuse) {
+  if (!in->fuse) {
     plan->kernels[2] = common;
     plan->kernels[2].kind = UQ_KERNEL_PROLOGUE;
     plan->num_kernels = 3;
   }
+}
+
+int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
+  uq__error_clear();
+  if (shape == NULL || plan == NULL)
+    return uq__errorf(UQ_EINVAL, "shape or plan is NULL");
+  memset(plan, 0, sizeof *plan);
+  plan_in in;
+  memset(&in, 0, sizeof in);
+  int rc = read_sizes(shape, &in);
+  if (rc == 0)
+    rc = read_options(shape, &in);
+  if (rc == 0)
+    rc = read_target(target, &in);
+  if (rc != 0)
+    return rc;
+  /* Ineligible plans report these too. */
+  plan->query_group_size = (int32_t)in.qg;
+  plan->padded_slot = in.padded;
+  plan->scale = (float)((double)in.scale_e8 / 1e8);
+  plan->block_threads = uq__target_block_threads(&in.info, in.layer->variant);
+  if (refuse(shape, &in, plan))
+    return 0;
+  plan_split s = split_kv(&in);
+  rc = place_workspace(&in, s.parts, plan);
+  if (rc != 0)
+    return rc;
+  set_grids(&in, s, plan);
+  set_keys(&in, s, plan);
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/base/error.h"
+#include "lib/codegen/layers.h"
 #include "uqjit.h"
 
 /* Longest input we look at; anything longer cannot be a target we know. */
@@ -177,7 +178,7 @@ int uq__target_parse(const char *target, char *out, size_t n,
 
 int uq__target_matrix_layer(const uq__target_info *info) {
   /* mma.sync with e4m3 operands exists from sm_89; the layer is written
-   * and verified for sm_90 (templates/decode_mma_sm90.hip). */
+   * and verified for sm_90 (templates/sm90/decode_mma_sm90.hip). */
   return info != NULL && info->family == UQ__TARGET_NVIDIA && info->arch >= 90;
 }
 
@@ -196,12 +197,8 @@ int uq__target_warpgroup_layer(const uq__target_info *info) {
 unsigned uq__target_block_threads(const uq__target_info *info, int variant) {
   if (info == NULL)
     return 0;
-  /* The sm_90 matrix layer is four warps as well (decode_mma_sm90.hip
-   * static_asserts it), and so is the warpgroup layer (one warpgroup is
-   * four warps); the branches keep their contracts in one place. */
-  if (variant == UQ_VARIANT_MATRIX && uq__target_matrix_layer(info))
-    return 128u;
-  if (variant == UQ_VARIANT_WARPGROUP && uq__target_warpgroup_layer(info))
-    return 128u;
+  const uq__layer *layer = uq__layer_find(variant);
+  if (layer != NULL && layer->block_threads != 0 && layer->available(info))
+    return layer->block_threads;
   return info->family == UQ__TARGET_NVIDIA ? 128u : 64u;
 }

@@ -3,9 +3,9 @@
 #include <string.h>
 
 #include "lib/base/alloc.h"
-#include "lib/compile/compiler_impl.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
+#include "lib/compile/compiler_impl.h"
 
 /* Compilers are immortal and live in static storage: nothing to free at
  * exit, and nothing that allocation-counting tests would see as a leak.

@@ -26,6 +26,11 @@ const char *uq__compiler_identity(const uq__compiler *cc);
 /* The options it passes for `target`, as one string (part of the cache key). */
 const char *uq__compiler_options(const uq__compiler *cc, const char *target);
 
+/* The compiler of one route regardless of target (for uq_info_report). */
+int uq__compiler_load_route(uq__route route, const uq__compiler **out);
+/* Where it was loaded from (library or executable, resolved). */
+const char *uq__compiler_location(const uq__compiler *cc);
+
 /* Compiles `src` for `target` into a loadable code object (cubin for NVIDIA,
  * an ELF code object for AMD). *obj (caller frees with uq__free). On
  * UQ_ECOMPILE the log is in uq_last_error(). Thread-safe. */

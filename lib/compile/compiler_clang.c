@@ -6,10 +6,11 @@
 #include <string.h>
 
 #include "lib/base/alloc.h"
-#include "lib/compile/compiler_impl.h"
-#include "lib/base/dl.h"
+#include "lib/base/env.h"
 #include "lib/base/error.h"
+#include "lib/base/os.h"
 #include "lib/base/uq_config.h"
+#include "lib/compile/compiler_impl.h"
 
 /* -ffp-contract=fast is HIP's default, spelled out because it is part of
  * the numerics contract and the cache key: contraction is allowed globally
@@ -35,7 +36,7 @@ static int clang_compile(const uq__compiler *cc, const char *target,
   char *log = NULL;
   int exit_code = 0;
 
-  status = uq__dl_mkdtemp(dir, sizeof dir);
+  status = uq__os_mkdtemp(dir, sizeof dir);
   if (status != 0)
     goto cleanup;
   /* The name shows up in the log's file:line prefixes; keep it a plain
@@ -47,7 +48,7 @@ static int clang_compile(const uq__compiler *cc, const char *target,
   safe[k] = '\0';
   snprintf(src_path, sizeof src_path, "%s/%s.hip", dir, safe);
   snprintf(out_path, sizeof out_path, "%s/out.co", dir);
-  status = uq__dl_write_file(src_path, src, len);
+  status = uq__os_write_file(src_path, src, len);
   if (status != 0)
     goto cleanup;
 
@@ -60,7 +61,7 @@ static int clang_compile(const uq__compiler *cc, const char *target,
   argv[argc++] = src_path;
   argv[argc] = NULL;
 
-  status = uq__dl_run((char *const *)argv, NULL, NULL, NULL, &log, &exit_code);
+  status = uq__os_run((char *const *)argv, NULL, NULL, NULL, &log, &exit_code);
   if (status != 0)
     goto cleanup;
   if (exit_code != 0) {
@@ -70,7 +71,7 @@ static int clang_compile(const uq__compiler *cc, const char *target,
     uq__error_append(log != NULL && log[0] != '\0' ? log : "(empty log)");
     goto cleanup;
   }
-  status = uq__dl_read_file(out_path, (char **)obj, obj_len);
+  status = uq__os_read_file(out_path, (char **)obj, obj_len);
   if (status != 0) {
     status = uq__errorf(UQ_ECOMPILE, "%s exited 0 but wrote no code object: %s",
                         cc->identity, uq_last_error());
@@ -78,7 +79,7 @@ static int clang_compile(const uq__compiler *cc, const char *target,
   }
 cleanup:
   if (dir[0] != '\0')
-    uq__dl_rmtree(dir);
+    uq__os_rmtree(dir);
   uq__free(log);
   return status;
 }
@@ -90,7 +91,7 @@ static int clang_identity(uq__compiler *cc) {
   char *out = NULL;
   int exit_code = 0;
   char *const argv[] = {cc->location, "--version", NULL};
-  int status = uq__dl_run(argv, NULL, &out, NULL, NULL, &exit_code);
+  int status = uq__os_run(argv, NULL, &out, NULL, NULL, &exit_code);
   if (status != 0)
     return uq__errorf(UQ_ENOCOMPILER, "cannot run %s --version: %s",
                       cc->location, uq_last_error());
@@ -114,15 +115,15 @@ int uq__clang_load(uq__compiler *cc) {
   const char *var = uq__env_name(UQ__ENV_CLANG);
   const char *forced = uq__env_get(UQ__ENV_CLANG);
   if (forced != NULL) {
-    if (uq__dl_find_program(forced, cc->location, sizeof cc->location) != 0)
+    if (uq__os_find_program(forced, cc->location, sizeof cc->location) != 0)
       return uq__errorf(UQ_ENOCOMPILER,
                         "offline clang not found: %s=%s is not an executable "
                         "file%s",
                         var, forced,
                         strchr(forced, '/') != NULL ? "" : " on PATH");
-  } else if (uq__dl_find_program(UQ_DEFAULT_CLANG, cc->location,
+  } else if (uq__os_find_program(UQ_DEFAULT_CLANG, cc->location,
                                  sizeof cc->location) != 0 &&
-             uq__dl_find_program("clang", cc->location,
+             uq__os_find_program("clang", cc->location,
                                  sizeof cc->location) != 0) {
     return uq__errorf(UQ_ENOCOMPILER,
                       "offline clang not found: looked for %s and clang on "

@@ -6,8 +6,8 @@
 #include <limits.h>
 #include <pthread.h>
 
-#include "lib/compile/compiler.h"
 #include "lib/base/env.h"
+#include "lib/compile/compiler.h"
 
 #define UQ__IDENTITY_MAX (PATH_MAX + 512)
 #define UQ__OPTIONS_MAX 256
@@ -75,11 +75,6 @@ int uq__rtc_compile(const uq__compiler *cc, const uq__rtc_desc *d,
                     pthread_mutex_t *serial, const char *target,
                     const char *src, size_t len, const char *name, void **obj,
                     size_t *obj_len);
-
-/* The compiler of one route regardless of target (for uq_info_report). */
-int uq__compiler_load_route(uq__route route, const uq__compiler **out);
-/* Where it was loaded from (library or executable, resolved). */
-const char *uq__compiler_location(const uq__compiler *cc);
 
 /* Splits an options string into argv (at most `max` entries) inside `buf`. */
 int uq__compiler_split(char *buf, const char **argv, int max);

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/compile/compiler_impl.h"
 #include "lib/base/error.h"
 #include "lib/base/uq_config.h"
+#include "lib/compile/compiler_impl.h"
 
 #if UQ_HAVE_CUDA_HEADERS
 

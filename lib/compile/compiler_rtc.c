@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "lib/base/alloc.h"
-#include "lib/compile/compiler_impl.h"
 #include "lib/base/dl.h"
 #include "lib/base/error.h"
+#include "lib/compile/compiler_impl.h"
 
 typedef int (*version_fn)(int *, int *);
 typedef int (*create_fn)(void **, const char *, const char *, int,

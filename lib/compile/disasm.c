@@ -7,10 +7,10 @@
 
 #include "lib/base/alloc.h"
 #include "lib/base/buf.h"
-#include "lib/compile/comgr.h"
-#include "lib/base/dl.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
+#include "lib/base/os.h"
+#include "lib/compile/comgr.h"
 
 #define EM_AMDGPU_ 224
 #define EM_CUDA_ 190
@@ -464,14 +464,14 @@ static int find_disassembler(int amd, char *path, size_t n) {
   if (amd) {
     const char *forced = uq__env_get(UQ__ENV_OBJDUMP);
     if (forced != NULL) {
-      if (uq__dl_find_program(forced, path, n) == 0)
+      if (uq__os_find_program(forced, path, n) == 0)
         return 0;
       return uq__errorf(UQ_ENOENT, "no disassembler: %s=%s is not an "
                         "executable file", uq__env_name(UQ__ENV_OBJDUMP),
                         forced);
     }
     for (size_t i = 0; amd_tools[i] != NULL; i++)
-      if (uq__dl_find_program(amd_tools[i], path, n) == 0)
+      if (uq__os_find_program(amd_tools[i], path, n) == 0)
         return 0;
     return uq__errorf(UQ_ENOENT,
                       "no AMD disassembler: looked for llvm-objdump-22, "
@@ -480,11 +480,38 @@ static int find_disassembler(int amd, char *path, size_t n) {
                       uq__env_name(UQ__ENV_OBJDUMP));
   }
   for (size_t i = 0; nv_tools[i] != NULL; i++)
-    if (uq__dl_find_program(nv_tools[i], path, n) == 0)
+    if (uq__os_find_program(nv_tools[i], path, n) == 0)
       return 0;
   return uq__errorf(UQ_ENOENT,
                     "no NVIDIA disassembler: looked for cuobjdump and "
                     "nvdisasm on PATH and in /usr/local/cuda/bin");
+}
+
+/* The disassembler's command line for `file` (argv has room for 6). On
+ * AMD the processor is named in the object; --mcpu (written into mcpu)
+ * only matters for tools too old to read it, and then it must be the bare
+ * processor. */
+static void tool_argv(char *tool, int amd, const char *isa, const char *target,
+                      char *file, char *mcpu, size_t mcpu_n, char *argv[6]) {
+  const char *base = strrchr(tool, '/');
+  base = base != NULL ? base + 1 : tool;
+  int argc = 0;
+  argv[argc++] = tool;
+  if (amd) {
+    const char *proc = strrchr(isa, '-');
+    const char *arch = proc != NULL ? proc + 1
+                       : target != NULL ? target
+                                        : "";
+    size_t k = strcspn(arch, ":");
+    snprintf(mcpu, mcpu_n, "--mcpu=%.*s", (int)k, arch);
+    argv[argc++] = "-d";
+    if (k > 0)
+      argv[argc++] = mcpu;
+  } else if (strstr(base, "cuobjdump") != NULL) {
+    argv[argc++] = "-sass";
+  }
+  argv[argc++] = file;
+  argv[argc] = NULL;
 }
 
 int uq_code_disassemble(const char *target, const void *obj, size_t len,
@@ -531,37 +558,17 @@ int uq_code_disassemble(const char *target, const void *obj, size_t len,
   status = find_disassembler(amd, tool, sizeof tool);
   if (status != 0)
     goto cleanup;
-  status = uq__dl_mkdtemp(dir, sizeof dir);
+  status = uq__os_mkdtemp(dir, sizeof dir);
   if (status != 0)
     goto cleanup;
   snprintf(file, sizeof file, "%s/%s", dir, amd ? "code.co" : "code.cubin");
-  status = uq__dl_write_file(file, obj, len);
+  status = uq__os_write_file(file, obj, len);
   if (status != 0)
     goto cleanup;
 
-  const char *base = strrchr(tool, '/');
-  base = base != NULL ? base + 1 : tool;
   char *argv[6];
-  int argc = 0;
-  argv[argc++] = tool;
-  if (amd) {
-    /* The processor is named in the object; --mcpu only matters for tools
-     * too old to read it, and then it must be the bare processor. */
-    const char *proc = strrchr(local.isa, '-');
-    const char *arch = proc != NULL ? proc + 1
-                       : target != NULL ? target
-                                        : "";
-    size_t k = strcspn(arch, ":");
-    snprintf(mcpu, sizeof mcpu, "--mcpu=%.*s", (int)k, arch);
-    argv[argc++] = "-d";
-    if (k > 0)
-      argv[argc++] = mcpu;
-  } else if (strstr(base, "cuobjdump") != NULL) {
-    argv[argc++] = "-sass";
-  }
-  argv[argc++] = file;
-  argv[argc] = NULL;
-  status = uq__dl_run(argv, NULL, &out, NULL, &err, &exit_code);
+  tool_argv(tool, amd, local.isa, target, file, mcpu, sizeof mcpu, argv);
+  status = uq__os_run(argv, NULL, &out, NULL, &err, &exit_code);
   if (status != 0)
     goto cleanup;
   if (exit_code != 0) {
@@ -584,7 +591,7 @@ finish:
 cleanup:
   uq__buf_free(&head);
   if (dir[0] != '\0')
-    uq__dl_rmtree(dir);
+    uq__os_rmtree(dir);
   uq__free(out);
   uq__free(err);
   return status;

@@ -56,8 +56,9 @@ static int64_t span_bytes(int64_t last_index, size_t esize) {
   return bytes;
 }
 
-static int check_decode(const uq_shape *shape, const uq_decode_args *args,
-                        int want_f64, const double *out64, ref_dims *dims) {
+/* Every pointer the call reads or writes is given. */
+static int check_pointers(const uq_shape *shape, const uq_decode_args *args,
+                          int want_f64, const double *out64) {
   if (shape == NULL)
     return uq__errorf(UQ_EINVAL, "reference decode: shape is NULL");
   if (args == NULL)
@@ -75,7 +76,13 @@ static int check_decode(const uq_shape *shape, const uq_decode_args *args,
     return uq__errorf(UQ_EINVAL, "reference decode: out64 is NULL");
   if (!want_f64 && args->out == NULL)
     return uq__errorf(UQ_EINVAL, "reference decode: args->out is NULL");
+  return 0;
+}
 
+/* The shape's sizes and options, then the dims with every default
+ * resolved. */
+static int check_shape(const uq_shape *shape, const uq_decode_args *args,
+                       ref_dims *dims) {
   const struct {
     const char *name;
     int32_t value;
@@ -129,7 +136,6 @@ static int check_decode(const uq_shape *shape, const uq_decode_args *args,
                       (long long)shape->q_stride_seq,
                       (long long)shape->q_stride_head);
 
-  memset(dims, 0, sizeof *dims);
   dims->batch = shape->batch;
   dims->hq = shape->num_q_heads;
   dims->hk = shape->num_kv_heads;
@@ -146,8 +152,12 @@ static int check_decode(const uq_shape *shape, const uq_decode_args *args,
                          : (int64_t)dims->hq * dims->d;
   dims->scale = shape->scale != 0.0f ? (double)shape->scale
                                      : 1.0 / sqrt((double)dims->d);
+  return 0;
+}
 
-  /* Every byte count the loops below will touch must be addressable. */
+/* Every byte count the decode loops will touch must be addressable. */
+static int check_spans(const uq_decode_args *args, const ref_dims *dims,
+                       int want_f64) {
   int64_t cache_bytes, last_q, t1, t2, out_elems, table_elems;
   if (mul64(args->num_blocks, dims->block_size, &cache_bytes) ||
       mul64(cache_bytes, dims->hk, &cache_bytes) ||
@@ -170,7 +180,12 @@ static int check_decode(const uq_shape *shape, const uq_decode_args *args,
       mul64(dims->batch, dims->max_blocks, &table_elems) ||
       span_bytes(table_elems, sizeof(int32_t)) < 0)
     return uq__errorf(UQ_EOVERFLOW, "reference decode: output overflows");
+  return 0;
+}
 
+/* Sequence lengths within the window and the block-table entries they use
+ * within the cache; records the longest sequence. */
+static int check_sequences(const uq_decode_args *args, ref_dims *dims) {
   int64_t max_tokens = (int64_t)dims->max_blocks * dims->block_size;
   dims->max_seq_len = 0;
   for (int32_t b = 0; b < dims->batch; b++) {
@@ -195,6 +210,19 @@ static int check_decode(const uq_shape *shape, const uq_decode_args *args,
   return 0;
 }
 
+static int check_decode(const uq_shape *shape, const uq_decode_args *args,
+                        int want_f64, const double *out64, ref_dims *dims) {
+  memset(dims, 0, sizeof *dims);
+  int rc = check_pointers(shape, args, want_f64, out64);
+  if (rc == 0)
+    rc = check_shape(shape, args, dims);
+  if (rc == 0)
+    rc = check_spans(args, dims, want_f64);
+  if (rc == 0)
+    rc = check_sequences(args, dims);
+  return rc;
+}
+
 /* Dequantizes one code run (n elements) to double: value(code) * 2^(e-127),
  * exact in double for every byte including 255. */
 static void dequant_row(const uint8_t *codes, const uint8_t *scales, int n,
@@ -210,6 +238,104 @@ static void dequant_row(const uint8_t *codes, const uint8_t *scales, int n,
   }
 }
 
+/* Scratch of one decode call: the rotated queries of a sequence, scores
+ * and accumulators of one kv head's query group, one K and V row. */
+typedef struct ref_scratch {
+  double *qhc, *scores, *acc, *krow, *vrow;
+  float *qrow;
+  size_t n_acc;
+  int64_t lmax;
+  uq_slot_layout lay;
+} ref_scratch;
+
+/* The queries of sequence b go through the same fp32 rotation as the store
+ * path, then the E4M3 haircut; from there on everything is double. */
+static void rotate_queries(const uq_decode_args *args, const ref_dims *dims,
+                           int32_t b, ref_scratch *sc) {
+  const int32_t d = dims->d;
+  for (int32_t h = 0; h < dims->hq; h++) {
+    int64_t base = b * dims->stride_seq + h * dims->stride_head;
+    for (int32_t i = 0; i < d; i++)
+      sc->qrow[i] = uq__load_f32(args->query, dims->dtype, base + i);
+    uq__fwht_f32(sc->qrow, d);
+    for (int32_t i = 0; i < d; i++)
+      sc->qhc[(int64_t)h * d + i] = (double)uq_haircut_e4m3(sc->qrow[i]);
+  }
+}
+
+/* Softmax over the first len scores of each of the qg rows. */
+static void softmax_rows(double *scores, int32_t qg, int64_t lmax,
+                         int64_t len) {
+  for (int32_t g = 0; g < qg; g++) {
+    double *s = scores + g * lmax;
+    double m = s[0];
+    for (int64_t n = 1; n < len; n++)
+      if (s[n] > m)
+        m = s[n];
+    double sum = 0.0;
+    for (int64_t n = 0; n < len; n++) {
+      s[n] = exp(s[n] - m);
+      sum += s[n];
+    }
+    for (int64_t n = 0; n < len; n++)
+      s[n] /= sum;
+  }
+}
+
+/* Attention of kv head kh's query group over a sequence of len tokens
+ * (block table `table`) into sc->acc. K and V of a token are dequantized
+ * once and shared by the QG query heads of this kv head. */
+static void attend(const uq_decode_args *args, const ref_dims *dims,
+                   const int32_t *table, int64_t len, int32_t kh,
+                   ref_scratch *sc) {
+  const int32_t d = dims->d, qg = dims->qg;
+  const int64_t lmax = sc->lmax;
+  const double *q0 = sc->qhc + (int64_t)kh * qg * d;
+  for (int64_t n = 0; n < len; n++) {
+    const uint8_t *slot = slot_at(args->kv_cache, dims, table, n, kh);
+    dequant_row(slot + sc->lay.k_codes, slot + sc->lay.k_scales, d, sc->krow);
+    for (int32_t g = 0; g < qg; g++) {
+      const double *q = q0 + (int64_t)g * d;
+      double dot = 0.0;
+      for (int32_t i = 0; i < d; i++)
+        dot += q[i] * sc->krow[i];
+      sc->scores[g * lmax + n] = dims->scale * dot;
+    }
+  }
+  softmax_rows(sc->scores, qg, lmax, len);
+  memset(sc->acc, 0, sc->n_acc);
+  for (int64_t n = 0; n < len; n++) {
+    const uint8_t *slot = slot_at(args->kv_cache, dims, table, n, kh);
+    dequant_row(slot + sc->lay.v_codes, slot + sc->lay.v_scales, d, sc->vrow);
+    for (int32_t g = 0; g < qg; g++) {
+      double p = sc->scores[g * lmax + n];
+      double *a = sc->acc + (int64_t)g * d;
+      for (int32_t i = 0; i < d; i++)
+        a[i] += p * sc->vrow[i];
+    }
+  }
+}
+
+/* Writes kv head kh's accumulators as the outputs of its query heads. */
+static void write_heads(const uq_decode_args *args, const ref_dims *dims,
+                        int32_t b, int32_t kh, const ref_scratch *sc,
+                        int want_f64, double *out64) {
+  const int32_t d = dims->d, qg = dims->qg;
+  for (int32_t g = 0; g < qg; g++) {
+    int64_t h = (int64_t)kh * qg + g;
+    int64_t o = ((int64_t)b * dims->hq + h) * d;
+    const double *a = sc->acc + (int64_t)g * d;
+    if (want_f64) {
+      memcpy(out64 + o, a, (size_t)d * sizeof(double));
+    } else {
+      uint16_t *out = (uint16_t *)args->out + o;
+      for (int32_t i = 0; i < d; i++)
+        out[i] = dims->dtype == UQ_DTYPE_BF16 ? uq__double_to_bf16(a[i])
+                                              : uq__double_to_fp16(a[i]);
+    }
+  }
+}
+
 static int reference_decode(const uq_shape *shape, const uq_decode_args *args,
                             int want_f64, double *out64) {
   uq__error_clear();
@@ -219,111 +345,55 @@ static int reference_decode(const uq_shape *shape, const uq_decode_args *args,
     return rc;
 
   const int32_t d = dims.d, qg = dims.qg;
-  const int64_t lmax = dims.max_seq_len;
+  ref_scratch sc;
+  memset(&sc, 0, sizeof sc);
+  sc.lmax = dims.max_seq_len;
   int overflow = 0;
   size_t n_q = uq__mul_size((size_t)dims.hq * (size_t)d, sizeof(double),
                             &overflow);
-  size_t n_s = uq__mul_size(uq__mul_size((size_t)qg, (size_t)lmax, &overflow),
-                            sizeof(double), &overflow);
-  size_t n_acc = uq__mul_size((size_t)qg * (size_t)d, sizeof(double),
-                              &overflow);
+  size_t n_s = uq__mul_size(
+      uq__mul_size((size_t)qg, (size_t)sc.lmax, &overflow), sizeof(double),
+      &overflow);
+  sc.n_acc = uq__mul_size((size_t)qg * (size_t)d, sizeof(double), &overflow);
   if (overflow)
     return uq__errorf(UQ_EOVERFLOW,
                       "reference decode: scratch for seq_len %lld overflows",
-                      (long long)lmax);
-  double *qhc = uq__malloc(n_q);
-  double *scores = uq__malloc(n_s);
-  double *acc = uq__malloc(n_acc);
-  double *krow = uq__malloc((size_t)d * 2 * sizeof(double));
-  float *qrow = uq__malloc((size_t)d * sizeof(float));
-  if (qhc == NULL || scores == NULL || acc == NULL || krow == NULL ||
-      qrow == NULL) {
+                      (long long)sc.lmax);
+  sc.qhc = uq__malloc(n_q);
+  sc.scores = uq__malloc(n_s);
+  sc.acc = uq__malloc(sc.n_acc);
+  sc.krow = uq__malloc((size_t)d * 2 * sizeof(double));
+  sc.qrow = uq__malloc((size_t)d * sizeof(float));
+  if (sc.qhc == NULL || sc.scores == NULL || sc.acc == NULL ||
+      sc.krow == NULL || sc.qrow == NULL) {
     rc = uq__errorf(UQ_ENOMEM, "reference decode: no memory for scratch");
     goto cleanup;
   }
-  double *vrow = krow + d;
+  sc.vrow = sc.krow + d;
   const uq_slot_layout lay = {(uint32_t)d,
                               0,
                               (uint32_t)d / 2,
                               (uint32_t)(d / 2 + d / 32),
                               (uint32_t)(d + d / 32),
                               (uint32_t)(d + 2 * (d / 32))};
+  sc.lay = lay;
 
   for (int32_t b = 0; b < dims.batch; b++) {
     const int64_t len = args->seq_lens[b];
     const int32_t *table = args->block_table + (int64_t)b * dims.max_blocks;
-    /* The query goes through the same fp32 rotation as the store path, then
-     * the E4M3 haircut; from there on everything is double. */
-    for (int32_t h = 0; h < dims.hq; h++) {
-      int64_t base = b * dims.stride_seq + h * dims.stride_head;
-      for (int32_t i = 0; i < d; i++)
-        qrow[i] = uq__load_f32(args->query, dims.dtype, base + i);
-      uq__fwht_f32(qrow, d);
-      for (int32_t i = 0; i < d; i++)
-        qhc[(int64_t)h * d + i] = (double)uq_haircut_e4m3(qrow[i]);
-    }
+    rotate_queries(args, &dims, b, &sc);
     for (int32_t kh = 0; kh < dims.hk; kh++) {
-      const double *q0 = qhc + (int64_t)kh * qg * d;
-      /* K and V of a token are dequantized once and shared by the QG query
-       * heads of this kv head. */
-      for (int64_t n = 0; n < len; n++) {
-        const uint8_t *slot = slot_at(args->kv_cache, &dims, table, n, kh);
-        dequant_row(slot + lay.k_codes, slot + lay.k_scales, d, krow);
-        for (int32_t g = 0; g < qg; g++) {
-          const double *q = q0 + (int64_t)g * d;
-          double dot = 0.0;
-          for (int32_t i = 0; i < d; i++)
-            dot += q[i] * krow[i];
-          scores[g * lmax + n] = dims.scale * dot;
-        }
-      }
-      for (int32_t g = 0; g < qg; g++) {
-        double *s = scores + g * lmax;
-        double m = s[0];
-        for (int64_t n = 1; n < len; n++)
-          if (s[n] > m)
-            m = s[n];
-        double sum = 0.0;
-        for (int64_t n = 0; n < len; n++) {
-          s[n] = exp(s[n] - m);
-          sum += s[n];
-        }
-        for (int64_t n = 0; n < len; n++)
-          s[n] /= sum;
-      }
-      memset(acc, 0, n_acc);
-      for (int64_t n = 0; n < len; n++) {
-        const uint8_t *slot = slot_at(args->kv_cache, &dims, table, n, kh);
-        dequant_row(slot + lay.v_codes, slot + lay.v_scales, d, vrow);
-        for (int32_t g = 0; g < qg; g++) {
-          double p = scores[g * lmax + n];
-          double *a = acc + (int64_t)g * d;
-          for (int32_t i = 0; i < d; i++)
-            a[i] += p * vrow[i];
-        }
-      }
-      for (int32_t g = 0; g < qg; g++) {
-        int64_t h = (int64_t)kh * qg + g;
-        int64_t o = ((int64_t)b * dims.hq + h) * d;
-        const double *a = acc + (int64_t)g * d;
-        if (want_f64) {
-          memcpy(out64 + o, a, (size_t)d * sizeof(double));
-        } else {
-          uint16_t *out = (uint16_t *)args->out + o;
-          for (int32_t i = 0; i < d; i++)
-            out[i] = dims.dtype == UQ_DTYPE_BF16 ? uq__double_to_bf16(a[i])
-                                                 : uq__double_to_fp16(a[i]);
-        }
-      }
+      attend(args, &dims, table, len, kh, &sc);
+      write_heads(args, &dims, b, kh, &sc, want_f64, out64);
     }
   }
 
 cleanup:
-  uq__free(qhc);
-  uq__free(scores);
-  uq__free(acc);
-  uq__free(krow);
-  uq__free(qrow);
+  uq__free(sc.qhc);
+  uq__free(sc.scores);
+  uq__free(sc.acc);
+  uq__free(sc.krow);
+  uq__free(sc.qrow);
   return rc;
 }
 

@@ -1,5 +1,5 @@
-/* GPU runtimes behind one interface: the CUDA driver (src/platform_cuda.c)
- * and the HIP runtime (src/platform_hip.c), both dlopen()ed at first use.
+/* GPU runtimes behind one interface: the CUDA driver (lib/gpu/platform_cuda.c)
+ * and the HIP runtime (lib/gpu/platform_hip.c), both dlopen()ed at first use.
  *
  * Every call checks the runtime's status and turns a failure into
  * UQ_EDEVICE with the call's name and the driver's own message in

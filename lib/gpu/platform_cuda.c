@@ -1,4 +1,4 @@
-/* The CUDA driver API behind src/platform.h, loaded with dlopen.
+/* The CUDA driver API behind lib/gpu/platform.h, loaded with dlopen.
  *
  * cuda.h renames many entry points with macros (cuMemAlloc -> cuMemAlloc_v2,
  * cuGraphInstantiate -> cuGraphInstantiateWithFlags, ...). Each pointer here

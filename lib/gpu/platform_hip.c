@@ -1,4 +1,4 @@
-/* The HIP runtime (libamdhip64) behind src/platform.h, loaded with dlopen.
+/* The HIP runtime (libamdhip64) behind lib/gpu/platform.h, loaded with dlopen.
  *
  * uqjit builds without HIP headers, so the few prototypes used are declared
  * here from the HIP API documentation; every handle is an opaque pointer and

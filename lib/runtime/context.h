@@ -1,5 +1,5 @@
 /* The context: target, on-disk cache, specialization table and (lazily) the
- * device. Shared by src/context.c, src/launch.c and src/device.c. */
+ * device. Shared by the runtime's modules (context, jit, launch, device). */
 #ifndef UQ_CONTEXT_H
 #define UQ_CONTEXT_H
 
@@ -32,6 +32,11 @@ struct uq_context {
  * context. Does not make it current. */
 int uq__context_device(uq_context *ctx, const uq__platform **pf,
                        uq__pdev **dev);
+
+/* Copies a key into a zeroed one: table keys are compared and hashed as
+ * bytes, so garbage after the target string's NUL must not make two equal
+ * keys differ. */
+void uq__context_key_copy(uq_key *dst, const uq_key *src);
 
 /* The code-object entry of a key (device -1 in the table): compiled or
  * read from the disk cache once, then a memory hit. `count` as in

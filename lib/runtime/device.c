@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "lib/base/alloc.h"
-#include "lib/runtime/context.h"
 #include "lib/base/error.h"
 #include "lib/gpu/platform.h"
+#include "lib/runtime/context.h"
 
 static pthread_once_t pick_once = PTHREAD_ONCE_INIT;
 static const uq__platform *picked;

@@ -4,10 +4,11 @@
 
 #include "lib/base/alloc.h"
 #include "lib/base/buf.h"
-#include "lib/compile/compiler_impl.h"
 #include "lib/base/dl.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
+#include "lib/base/os.h"
+#include "lib/compile/compiler.h"
 #include "lib/gpu/platform.h"
 
 static const char *route_label(uq__route r) {
@@ -83,12 +84,12 @@ static void report_tools(uq__buf *b) {
   const char *forced = uq__env_get(UQ__ENV_OBJDUMP);
   if (forced != NULL)
     uq__buf_printf(b, "  %s=%s: %s\n", uq__env_name(UQ__ENV_OBJDUMP), forced,
-                   uq__dl_find_program(forced, path, sizeof path) == 0
+                   uq__os_find_program(forced, path, sizeof path) == 0
                        ? path
                        : "not an executable");
   for (size_t i = 0; tools[i] != NULL; i++)
     uq__buf_printf(b, "  %-16s %s\n", tools[i],
-                   uq__dl_find_program(tools[i], path, sizeof path) == 0
+                   uq__os_find_program(tools[i], path, sizeof path) == 0
                        ? path
                        : "not found");
 }

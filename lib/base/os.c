@@ -1,0 +1,241 @@
+#include "lib/base/os.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/base/alloc.h"
+#include "lib/base/buf.h"
+#include "lib/base/error.h"
+
+extern char **environ;
+
+static int executable_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+         access(path, X_OK) == 0;
+}
+
+static int resolve_into(const char *path, char *out, size_t n) {
+  char resolved[PATH_MAX];
+  if (!executable_file(path) || realpath(path, resolved) == NULL)
+    return UQ_ENOENT;
+  if ((size_t)snprintf(out, n, "%s", resolved) >= n)
+    return UQ_ENOENT;
+  return 0;
+}
+
+int uq__os_find_program(const char *name, char *out, size_t n) {
+  if (name == NULL || name[0] == '\0')
+    return UQ_ENOENT;
+  if (strchr(name, '/') != NULL)
+    return resolve_into(name, out, n);
+  /* PATH is the process's own search path, not a uqjit setting, so it is
+   * read directly rather than through env.h. */
+  const char *path = getenv("PATH");
+  if (path == NULL || path[0] == '\0')
+    path = "/usr/local/bin:/usr/bin:/bin";
+  const char *p = path;
+  while (*p != '\0') {
+    const char *end = strchr(p, ':');
+    size_t dlen = end != NULL ? (size_t)(end - p) : strlen(p);
+    char cand[PATH_MAX];
+    if (dlen > 0 &&
+        (size_t)snprintf(cand, sizeof cand, "%.*s/%s", (int)dlen, p, name) <
+            sizeof cand &&
+        resolve_into(cand, out, n) == 0)
+      return 0;
+    if (end == NULL)
+      break;
+    p = end + 1;
+  }
+  return UQ_ENOENT;
+}
+
+int uq__os_mkdtemp(char *out, size_t n) {
+  /* TMPDIR is the system's convention for scratch space (read-only images
+   * often point it somewhere writable); it is no uqjit setting. */
+  const char *base = secure_getenv("TMPDIR");
+  if (base == NULL || base[0] != '/')
+    base = "/tmp";
+  if ((size_t)snprintf(out, n, "%s/uqjit-XXXXXX", base) >= n)
+    return uq__errorf(UQ_EIO, "temporary directory name too long: %s", base);
+  if (mkdtemp(out) == NULL) {
+    int e = errno;
+    return uq__errorf(UQ_EIO, "cannot create a temporary directory in %s: %s",
+                      base, strerror(e));
+  }
+  return 0;
+}
+
+void uq__os_rmtree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d != NULL) {
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        continue;
+      char p[PATH_MAX];
+      if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < sizeof p)
+        unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+int uq__os_read_file(const char *path, char **data, size_t *len) {
+  int status = 0;
+  uq__buf b;
+  uq__buf_init(&b);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    return uq__errorf(UQ_EIO, "cannot open %s: %s", path, strerror(e));
+  }
+  char chunk[65536];
+  for (;;) {
+    ssize_t r = read(fd, chunk, sizeof chunk);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      int e = errno;
+      status = uq__errorf(UQ_EIO, "cannot read %s: %s", path, strerror(e));
+      goto cleanup;
+    }
+    if (r == 0)
+      break;
+    uq__buf_append(&b, chunk, (size_t)r);
+  }
+  /* An empty file still yields a valid empty string. */
+  uq__buf_append(&b, "", 0);
+  if (b.status != 0 || b.data == NULL) {
+    status = uq__errorf(UQ_ENOMEM, "out of memory reading %s", path);
+    goto cleanup;
+  }
+  *data = uq__buf_take(&b, len);
+  if (*data == NULL)
+    status = uq__errorf(UQ_ENOMEM, "out of memory reading %s", path);
+cleanup:
+  close(fd);
+  uq__buf_free(&b);
+  return status;
+}
+
+int uq__os_write_file(const char *path, const void *data, size_t len) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    int e = errno;
+    return uq__errorf(UQ_EIO, "cannot create %s: %s", path, strerror(e));
+  }
+  const char *p = data;
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      int e = errno;
+      close(fd);
+      return uq__errorf(UQ_EIO, "cannot write %s: %s", path, strerror(e));
+    }
+    p += w;
+    len -= (size_t)w;
+  }
+  if (close(fd) != 0) {
+    int e = errno;
+    return uq__errorf(UQ_EIO, "cannot write %s: %s", path, strerror(e));
+  }
+  return 0;
+}
+
+int uq__os_run(char *const argv[], const char *stdin_path, char **out,
+               size_t *out_len, char **err, int *exit_code) {
+  int status = 0;
+  char dir[PATH_MAX], out_path[PATH_MAX + 16], err_path[PATH_MAX + 16];
+  char *out_data = NULL, *err_data = NULL;
+  size_t out_n = 0, err_n = 0;
+  posix_spawn_file_actions_t fa;
+  int fa_ok = 0;
+
+  if (out != NULL)
+    *out = NULL;
+  if (err != NULL)
+    *err = NULL;
+  status = uq__os_mkdtemp(dir, sizeof dir);
+  if (status != 0)
+    return status;
+  snprintf(out_path, sizeof out_path, "%s/stdout", dir);
+  snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+
+  if (posix_spawn_file_actions_init(&fa) != 0) {
+    status = uq__errorf(UQ_ENOMEM, "posix_spawn_file_actions_init failed");
+    goto cleanup;
+  }
+  fa_ok = 1;
+  /* Files rather than pipes: no reader thread, and no deadlock when the
+   * program writes a large log before reading its input. */
+  if (posix_spawn_file_actions_addopen(&fa, 0,
+                                       stdin_path ? stdin_path : "/dev/null",
+                                       O_RDONLY, 0) != 0 ||
+      posix_spawn_file_actions_addopen(&fa, 1, out_path,
+                                       O_WRONLY | O_CREAT | O_TRUNC, 0600) != 0 ||
+      posix_spawn_file_actions_addopen(&fa, 2, err_path,
+                                       O_WRONLY | O_CREAT | O_TRUNC, 0600) != 0) {
+    status = uq__errorf(UQ_ENOMEM, "posix_spawn_file_actions_addopen failed");
+    goto cleanup;
+  }
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+  if (rc != 0) {
+    status = uq__errorf(UQ_EIO, "cannot run %s: %s", argv[0], strerror(rc));
+    goto cleanup;
+  }
+  int ws;
+  while (waitpid(pid, &ws, 0) < 0) {
+    if (errno != EINTR) {
+      int e = errno;
+      status = uq__errorf(UQ_EIO, "waiting for %s failed: %s", argv[0],
+                          strerror(e));
+      goto cleanup;
+    }
+  }
+  *exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws)
+                             : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 255;
+  if (out != NULL) {
+    status = uq__os_read_file(out_path, &out_data, &out_n);
+    if (status != 0)
+      goto cleanup;
+  }
+  if (err != NULL) {
+    status = uq__os_read_file(err_path, &err_data, &err_n);
+    if (status != 0)
+      goto cleanup;
+  }
+  if (out != NULL) {
+    *out = out_data;
+    out_data = NULL;
+    if (out_len != NULL)
+      *out_len = out_n;
+  }
+  if (err != NULL) {
+    *err = err_data;
+    err_data = NULL;
+  }
+cleanup:
+  if (fa_ok)
+    posix_spawn_file_actions_destroy(&fa);
+  uq__free(out_data);
+  uq__free(err_data);
+  uq__os_rmtree(dir);
+  return status;
+}

@@ -1,0 +1,34 @@
+/* The operating system's side of running external programs: finding them
+ * on PATH, spawning them without a shell, private temporary directories and
+ * whole-file reads and writes. */
+#ifndef UQ_OS_H
+#define UQ_OS_H
+
+#include <stddef.h>
+
+/* Resolves a program: a name containing '/' is taken as a path, otherwise it
+ * is searched on PATH. 0 and the absolute, symlink-resolved path in `out`
+ * when it is an executable regular file; UQ_ENOENT otherwise (no detail set,
+ * the caller words the message). */
+int uq__os_find_program(const char *name, char *out, size_t n);
+
+/* A private temporary directory (mode 0700, under $TMPDIR or /tmp). */
+int uq__os_mkdtemp(char *out, size_t n);
+/* Removes a directory made by uq__os_mkdtemp and the plain files in it. */
+void uq__os_rmtree(const char *dir);
+
+/* Runs `argv` (argv[0] an absolute path) with posix_spawn, stdin from
+ * `stdin_path` (NULL: /dev/null), stdout and stderr captured through files in
+ * a private temporary directory that is removed before returning. *out and
+ * *err are NUL-terminated (caller frees with uq__free; either pointer may be
+ * NULL when not wanted). *exit_code is the exit status, or 128 + signal.
+ * Fails (UQ_EIO, UQ_ENOMEM) only when the program could not be run. */
+int uq__os_run(char *const argv[], const char *stdin_path, char **out,
+               size_t *out_len, char **err, int *exit_code);
+
+/* Reads a whole file (NUL-terminated; caller frees with uq__free). */
+int uq__os_read_file(const char *path, char **data, size_t *len);
+/* Writes a whole file (created 0600, truncated). */
+int uq__os_write_file(const char *path, const void *data, size_t len);
+
+#endif

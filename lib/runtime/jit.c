@@ -1,0 +1,301 @@
+/* The JIT step: a key's code object from its source, through the disk
+ * cache or the compiler, and the public calls built on it (sources, code
+ * objects, ahead-of-time compiles of many keys). */
+#include "lib/runtime/jit.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/base/alloc.h"
+#include "lib/base/buf.h"
+#include "lib/base/env.h"
+#include "lib/base/error.h"
+#include "lib/codegen/emit.h"
+#include "lib/compile/compiler.h"
+#include "lib/compile/disasm.h"
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int uq__jit_object(uq_context *ctx, uq__entry *e) {
+  const uq_key *key = &e->key;
+  uq__buf src;
+  uq__buf_init(&src);
+  const uq__compiler *cc = NULL;
+  void *obj = NULL;
+  size_t obj_len = 0;
+  char name[512] = "";
+  uq_key_name(key, name, sizeof name);
+
+  int rc = uq__compiler_for_target(key->target, &cc);
+  if (rc != 0)
+    goto cleanup;
+  rc = uq__gen_source(key, uq__compiler_route(cc), &src);
+  if (rc == 0 && src.status != 0)
+    rc = uq__errorf(src.status, "out of memory generating %s", name);
+  if (rc != 0)
+    goto cleanup;
+  int need = uq__gen_symbol(key, e->symbol, sizeof e->symbol);
+  if (need < 0 || (size_t)need >= sizeof e->symbol) {
+    rc = uq__errorf(UQ_EINVAL, "kernel symbol of %s does not fit", name);
+    goto cleanup;
+  }
+  e->block_threads = uq__gen_block_threads(key);
+
+  const char *identity = uq__compiler_identity(cc);
+  const char *options = uq__compiler_options(cc, key->target);
+  if (options == NULL)
+    options = "";
+  const uq__cache_field fields[] = {
+      {"source", src.data, src.len},
+      {"target", key->target, strlen(key->target)},
+      {"compiler", identity, strlen(identity)},
+      {"options", options, strlen(options)},
+      {"symbol", e->symbol, strlen(e->symbol)},
+  };
+  uq__digest digest;
+  uq__cache_digest(fields, sizeof fields / sizeof fields[0], &digest);
+
+  if (ctx->cache != NULL &&
+      uq__cache_get(ctx->cache, key->target, &digest, &obj, &obj_len) == 0) {
+    e->from_disk = 1;
+    uq__table_note_disk_hit(ctx->table);
+    goto done;
+  }
+  uq__error_clear(); /* a miss is not this call's failure */
+
+  if (uq__env_flag("UQJIT_DISABLE_JIT")) {
+    char hex[33];
+    uq__digest_hex(&digest, hex);
+    rc = uq__errorf(UQ_ENOJIT,
+                    "kernel %s (digest %s, compiler %s) is not in the cache "
+                    "and UQJIT_DISABLE_JIT is set",
+                    name, hex, identity);
+    goto cleanup;
+  }
+
+  double t0 = now_seconds();
+  rc = uq__compiler_compile(cc, key->target, src.data, src.len, e->symbol,
+                            &obj, &obj_len);
+  if (rc != 0)
+    goto cleanup;
+  uq__table_note_compile(ctx->table, now_seconds() - t0);
+  /* A failed write is not this call's failure (uq__cache_put warns). */
+  if (ctx->cache != NULL &&
+      uq__cache_put(ctx->cache, key->target, &digest, obj, obj_len) != 0)
+    uq__error_clear();
+
+done:
+  e->object = obj;
+  e->object_len = obj_len;
+  obj = NULL;
+cleanup:
+  uq__free(obj);
+  uq__buf_free(&src);
+  return rc;
+}
+
+/* ---- sources and code objects ---------------------------------------- */
+
+int uq_kernel_source(const uq_key *key, char **src, size_t *len) {
+  uq__error_clear();
+  if (key == NULL || src == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_kernel_source: NULL argument");
+  *src = NULL;
+  if (len != NULL)
+    *len = 0;
+  int rc = uq_key_validate(key);
+  if (rc != 0)
+    return rc;
+  uq__buf buf;
+  uq__buf_init(&buf);
+  rc = uq__gen_source(key, uq__route_for_target(key->target), &buf);
+  if (rc == 0 && buf.status != 0)
+    rc = uq__errorf(buf.status, "out of memory generating a kernel source");
+  if (rc != 0) {
+    uq__buf_free(&buf);
+    return rc;
+  }
+  size_t n = 0;
+  char *text = uq__buf_take(&buf, &n);
+  if (text == NULL)
+    return uq__errorf(UQ_ENOMEM, "out of memory generating a kernel source");
+  *src = text;
+  if (len != NULL)
+    *len = n;
+  return 0;
+}
+
+int uq_code_object(uq_context *ctx, const uq_key *key, void **obj,
+                   size_t *len, uq_code_info *info) {
+  uq__error_clear();
+  if (ctx == NULL || key == NULL || obj == NULL || len == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_code_object: NULL argument");
+  *obj = NULL;
+  *len = 0;
+  int rc = uq_key_validate(key);
+  if (rc != 0)
+    return rc;
+  uq__entry *e;
+  rc = uq__context_object(ctx, key, 1, &e, NULL);
+  if (rc != 0)
+    return rc;
+  void *copy = uq__malloc(e->object_len > 0 ? e->object_len : 1);
+  if (copy == NULL)
+    return uq__errorf(UQ_ENOMEM, "out of memory copying a code object");
+  memcpy(copy, e->object, e->object_len);
+  if (info != NULL) {
+    memset(info, 0, sizeof *info);
+    info->vgprs = info->sgprs = info->agprs = info->registers = -1;
+    info->lds_bytes = info->scratch_bytes = -1;
+    /* Unreadable metadata is not a failure of this call: fields stay -1. */
+    if (uq__code_info_from_object(key->target, e->object, e->object_len,
+                                  info) != 0)
+      uq__error_clear();
+    const uq__compiler *cc;
+    if (uq__compiler_for_target(key->target, &cc) == 0)
+      snprintf(info->compiler, sizeof info->compiler, "%s",
+               uq__compiler_identity(cc));
+    else
+      uq__error_clear();
+  }
+  *obj = copy;
+  *len = e->object_len;
+  return 0;
+}
+
+/* ---- uq_compile_keys ------------------------------------------------- */
+
+typedef struct compile_job {
+  uq_context *ctx;
+  const uq_key *keys; /* distinct */
+  size_t n;
+  size_t next;        /* atomic: next key to take */
+  pthread_mutex_t mutex; /* progress, counters, first failure */
+  size_t done;
+  uq_progress_fn progress;
+  void *user;
+  uint64_t compiled, hits, failed;
+  int first_status;
+  char first_detail[1024];
+} compile_job;
+
+static void *compile_worker(void *arg) {
+  compile_job *job = arg;
+  for (;;) {
+    size_t i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
+    if (i >= job->n)
+      break;
+    const uq_key *key = &job->keys[i];
+    uq__error_clear();
+    uq__entry *e = NULL;
+    int was_hit = 0;
+    int rc = uq_key_validate(key);
+    if (rc == 0)
+      rc = uq__context_object(job->ctx, key, 1, &e, &was_hit);
+    int from_cache = rc == 0 && (was_hit || e->from_disk);
+    pthread_mutex_lock(&job->mutex);
+    job->done++;
+    if (rc != 0) {
+      job->failed++;
+      if (job->first_status == 0) {
+        job->first_status = rc;
+        snprintf(job->first_detail, sizeof job->first_detail, "%s",
+                 uq_last_error());
+      }
+    } else if (from_cache) {
+      job->hits++;
+    } else {
+      job->compiled++;
+    }
+    if (job->progress != NULL)
+      job->progress(job->user, job->done, job->n, key, rc, from_cache);
+    pthread_mutex_unlock(&job->mutex);
+  }
+  return NULL;
+}
+
+static int key_cmp(const void *a, const void *b) {
+  return memcmp(a, b, sizeof(uq_key));
+}
+
+int uq_compile_keys(uq_context *ctx, const uq_key *keys, size_t n, int jobs,
+                    uq_progress_fn progress, void *user,
+                    uq_compile_summary *summary) {
+  uq__error_clear();
+  double t0 = now_seconds();
+  if (summary != NULL)
+    memset(summary, 0, sizeof *summary);
+  if (ctx == NULL || (keys == NULL && n > 0))
+    return uq__errorf(UQ_EINVAL, "uq_compile_keys: NULL argument");
+  if (jobs < 0)
+    return uq__errorf(UQ_EINVAL, "uq_compile_keys: jobs = %d", jobs);
+  if (n == 0)
+    return 0;
+
+  int overflow = 0;
+  size_t bytes = uq__mul_size(n, sizeof(uq_key), &overflow);
+  if (overflow)
+    return uq__errorf(UQ_EOVERFLOW, "uq_compile_keys: %zu keys", n);
+  uq_key *distinct = uq__malloc(bytes);
+  if (distinct == NULL)
+    return uq__errorf(UQ_ENOMEM, "out of memory for %zu keys", n);
+  /* Canonical bytes (zeroed tail after the target) before comparing. */
+  for (size_t i = 0; i < n; i++)
+    uq__context_key_copy(&distinct[i], &keys[i]);
+  qsort(distinct, n, sizeof *distinct, key_cmp);
+  size_t m = 1;
+  for (size_t i = 1; i < n; i++)
+    if (memcmp(&distinct[i], &distinct[m - 1], sizeof *distinct) != 0)
+      distinct[m++] = distinct[i];
+
+  compile_job job;
+  memset(&job, 0, sizeof job);
+  job.ctx = ctx;
+  job.keys = distinct;
+  job.n = m;
+  job.progress = progress;
+  job.user = user;
+  pthread_mutex_init(&job.mutex, NULL);
+
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t want = jobs > 0 ? (size_t)jobs : (cpus > 0 ? (size_t)cpus : 1);
+  if (want > m)
+    want = m;
+  if (want > 256)
+    want = 256;
+  pthread_t threads[256];
+  size_t started = 0;
+  /* The calling thread is worker 0; a thread that cannot start just means
+   * fewer workers. */
+  for (size_t i = 1; i < want; i++) {
+    if (pthread_create(&threads[started], NULL, compile_worker, &job) != 0)
+      break;
+    started++;
+  }
+  compile_worker(&job);
+  for (size_t i = 0; i < started; i++)
+    pthread_join(threads[i], NULL);
+  pthread_mutex_destroy(&job.mutex);
+  uq__free(distinct);
+
+  if (summary != NULL) {
+    summary->keys = m;
+    summary->compiled = job.compiled;
+    summary->hits = job.hits;
+    summary->failed = job.failed;
+    summary->seconds = now_seconds() - t0;
+  }
+  if (job.first_status != 0)
+    return uq__errorf(job.first_status, "%s", job.first_detail);
+  uq__error_clear();
+  return 0;
+}
