@@ -24,7 +24,7 @@ if ! command -v pkg-config >/dev/null 2>&1; then
   echo "SKIP: pkg-config not found"
   exit 77
 fi
-if ! command -v ${cc%% *} >/dev/null 2>&1; then
+if ! command -v "${cc%% *}" >/dev/null 2>&1; then
   echo "SKIP: C compiler '$cc' not found"
   exit 77
 fi
@@ -42,8 +42,8 @@ if [ ! -f "$pcdir/uqjit.pc" ]; then
 fi
 # The .pc names the real prefix; the sysroot maps its -I and -L paths into
 # the staging directory.
-export PKG_CONFIG_PATH=$pcdir
-export PKG_CONFIG_SYSROOT_DIR=$stage/root
+export PKG_CONFIG_PATH="$pcdir"
+export PKG_CONFIG_SYSROOT_DIR="$stage/root"
 flags=$(pkg-config --cflags --libs uqjit)
 echo "pkg-config: $flags"
 case $flags in
@@ -60,7 +60,7 @@ echo "== $cc${san:+ $san} client.c"
 # shellcheck disable=SC2086 # word splitting of the flags is intended
 $cc -std=c11 -Wall -Wextra -Werror $san "$src" $flags -lm -o "$stage/client"
 
-export LD_LIBRARY_PATH=$stage/root$libdir
+export LD_LIBRARY_PATH="$stage/root$libdir"
 # The client must run on the staged library, not on one installed in the
 # system or the build tree.
 if command -v ldd >/dev/null 2>&1; then
