@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli/bench.h"
-#include "cli/cmd_util.h"
+#include "tests/support/testkit.h"
 
 #define POOL_BLOCKS_MAX 64
 
@@ -48,7 +48,7 @@ void cli_bench_teardown(uq_context *ctx, cli_bench_shape *b) {
 /* A small pool of encoded blocks from random rows; every device block is
  * a copy of pool block (id % pool_blocks), so the host can rebuild any
  * sequence for the reference without holding the whole cache. */
-static int make_pool(cli_bench_shape *b, cli_rng *rng) {
+static int make_pool(cli_bench_shape *b, tk_rng *rng) {
   const uq_shape *s = &b->shape;
   int d = s->head_dim;
   b->pool_blocks = b->blocks_per_copy < POOL_BLOCKS_MAX ? b->blocks_per_copy
@@ -60,8 +60,8 @@ static int make_pool(cli_bench_shape *b, cli_rng *rng) {
   int rc = b->pool && k && v ? 0 : UQ_ENOMEM;
   for (uint64_t i = 0; rc == 0 && i < slots; i++) {
     for (int j = 0; j < d; j++) {
-      k[j] = uq_float_to_bf16((float)cli_rng_normal(rng));
-      v[j] = uq_float_to_bf16((float)cli_rng_normal(rng));
+      k[j] = uq_float_to_bf16((float)tk_rng_normal(rng));
+      v[j] = uq_float_to_bf16((float)tk_rng_normal(rng));
     }
     rc = uq_encode_slot(d, UQ_DTYPE_BF16, k, v,
                         b->pool + i * (uint64_t)b->plan.padded_slot);
@@ -81,8 +81,8 @@ int cli_bench_setup(uq_context *ctx, cli_bench_shape *b, const uq_shape *s,
   b->rotations = rotations;
   int64_t bsz = s->batch, mb = s->max_blocks_per_seq;
   b->blocks_per_copy = bsz * mb;
-  cli_rng rng;
-  cli_rng_seed(&rng, seed);
+  tk_rng rng;
+  tk_rng_seed(&rng, seed);
   int rc = make_pool(b, &rng);
   size_t ntab = (size_t)(bsz * mb);
   size_t nq = (size_t)bsz * s->num_q_heads * s->head_dim;
@@ -97,12 +97,7 @@ int cli_bench_setup(uq_context *ctx, cli_bench_shape *b, const uq_shape *s,
   /* A shuffled table: sequences' blocks are scattered over the cache. */
   for (size_t i = 0; i < ntab; i++)
     b->base_table[i] = (int32_t)i;
-  for (size_t i = ntab - 1; i > 0; i--) {
-    size_t j = (size_t)(cli_rng_next(&rng) % (uint64_t)(i + 1));
-    int32_t t = b->base_table[i];
-    b->base_table[i] = b->base_table[j];
-    b->base_table[j] = t;
-  }
+  tk_rng_shuffle_i32(&rng, b->base_table, ntab);
   for (int r = 0; r < rotations; r++)
     for (size_t i = 0; i < ntab; i++)
       tables[(size_t)r * ntab + i] =
@@ -110,7 +105,7 @@ int cli_bench_setup(uq_context *ctx, cli_bench_shape *b, const uq_shape *s,
   for (int64_t i = 0; i < bsz; i++)
     lens[i] = seq;
   for (size_t i = 0; i < nq; i++)
-    b->host_query[i] = uq_float_to_bf16((float)cli_rng_normal(&rng));
+    b->host_query[i] = uq_float_to_bf16((float)tk_rng_normal(&rng));
 
   uint64_t bb = block_bytes(s, plan);
   uint64_t total = (uint64_t)rotations * (uint64_t)b->blocks_per_copy * bb;
@@ -199,7 +194,7 @@ int cli_bench_check(uq_context *ctx, cli_bench_shape *b, int nseq,
     goto done;
   double max_abs = 0.0;
   *nonfinite = 0;
-  *rel_l2 = cli_rel_l2(UQ_DTYPE_BF16, out, ref, n, &max_abs, nonfinite);
+  *rel_l2 = tk_rel_l2_half(UQ_DTYPE_BF16, out, ref, n, &max_abs, nonfinite);
 done:
   free(out);
   free(ref);

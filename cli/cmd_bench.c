@@ -275,24 +275,40 @@ done:
   return rc;
 }
 
-int cli_cmd_bench(int argc, char **argv) {
-  int64_t batches[MAX_LIST] = {1, 4, 16, 64};
-  size_t nb = 4;
-  int64_t seqs[MAX_LIST] = {1024, 4096, 16384, 65536, 131072};
-  size_t ns = 5;
-  int32_t hks[MAX_LIST] = {1, 2, 4}, qgs[MAX_LIST] = {16, 8, 6};
-  size_t nh = 3;
-  int32_t block_size = 64, iters = 50, warmup = 10, check = 2, chain = 16;
-  int32_t rotate_mb = 200;
+/* What the command line asks for. */
+typedef struct bench_args {
+  int64_t batches[MAX_LIST], seqs[MAX_LIST];
+  size_t nb, ns, nh;
+  int32_t hks[MAX_LIST], qgs[MAX_LIST];
+  int32_t block_size;
+  int json, do_overhead;
+  const char *cache_dir;
+  cli_bench_opts o;
+} bench_args;
+
+/* CLI_NEXT when the bench should run, else the exit status. */
+static int parse_bench(bench_args *a, int argc, char **argv) {
+  static const int64_t batches[] = {1, 4, 16, 64};
+  static const int64_t seqs[] = {1024, 4096, 16384, 65536, 131072};
+  memset(a, 0, sizeof *a);
+  memcpy(a->batches, batches, sizeof batches);
+  memcpy(a->seqs, seqs, sizeof seqs);
+  a->nb = 4;
+  a->ns = 5;
+  a->nh = 3;
+  a->hks[0] = 1, a->hks[1] = 2, a->hks[2] = 4;
+  a->qgs[0] = 16, a->qgs[1] = 8, a->qgs[2] = 6;
+  a->block_size = 64;
+  a->do_overhead = 1;
+  int32_t iters = 50, warmup = 10, check = 2, chain = 16, rotate_mb = 200;
   float max_mem_gb = 16.0f;
-  int graph = -1, json = 0, do_overhead = 1;
+  int graph = -1;
   int64_t seed = 1;
-  const char *cache_dir = NULL;
   const cli_flag flags[] = {
       {"--graph", &graph, 1},
       {"--no-graph", &graph, 0},
-      {"--json", &json, 1},
-      {"--no-overhead", &do_overhead, 0},
+      {"--json", &a->json, 1},
+      {"--no-overhead", &a->do_overhead, 0},
       {NULL, NULL, 0},
   };
   for (int i = 1; i < argc; i++) {
@@ -300,18 +316,18 @@ int cli_cmd_bench(int argc, char **argv) {
     int r;
 #define OPT(name) ((r = cli_option(CMD, argc, argv, &i, name, &v)) != 0)
     if (OPT("--batch")) {
-      if (r < 0 || cli_parse_list(CMD, "--batch", v, 1, 1 << 20, batches,
-                                      MAX_LIST, &nb) != 0)
+      if (r < 0 || cli_parse_list(CMD, "--batch", v, 1, 1 << 20, a->batches,
+                                  MAX_LIST, &a->nb) != 0)
         return CLI_EXIT_USAGE;
     } else if (OPT("--seq")) {
-      if (r < 0 || parse_seq_list(v, seqs, &ns) != 0)
+      if (r < 0 || parse_seq_list(v, a->seqs, &a->ns) != 0)
         return CLI_EXIT_USAGE;
     } else if (OPT("--heads")) {
-      if (r < 0 || parse_heads(v, hks, qgs, &nh) != 0)
+      if (r < 0 || parse_heads(v, a->hks, a->qgs, &a->nh) != 0)
         return CLI_EXIT_USAGE;
     } else if (OPT("--block-size")) {
       if (r < 0 ||
-          cli_parse_i32(CMD, "--block-size", v, 1, 4096, &block_size) != 0)
+          cli_parse_i32(CMD, "--block-size", v, 1, 4096, &a->block_size) != 0)
         return CLI_EXIT_USAGE;
     } else if (OPT("--iters")) {
       if (r < 0 || cli_parse_i32(CMD, "--iters", v, 1, 100000, &iters) != 0)
@@ -331,7 +347,7 @@ int cli_cmd_bench(int argc, char **argv) {
         return CLI_EXIT_USAGE;
     } else if (OPT("--max-mem-gb")) {
       if (r < 0 || cli_parse_float(CMD, "--max-mem-gb", v, 0.0, 1e6,
-                                      &max_mem_gb) != 0)
+                                   &max_mem_gb) != 0)
         return CLI_EXIT_USAGE;
     } else if (OPT("--seed")) {
       if (r < 0 || cli_parse_i64(CMD, "--seed", v, 0, INT64_MAX, &seed) != 0)
@@ -339,7 +355,7 @@ int cli_cmd_bench(int argc, char **argv) {
     } else if (OPT("--cache-dir")) {
       if (r < 0)
         return CLI_EXIT_USAGE;
-      cache_dir = v;
+      a->cache_dir = v;
     } else if ((r = cli_other_arg(CMD, argv[i], flags, bench_usage)) !=
                CLI_NEXT) {
       return r;
@@ -356,7 +372,28 @@ int cli_cmd_bench(int argc, char **argv) {
       .check_seqs = check,
       .seed = (uint64_t)seed,
   };
+  a->o = o;
+  return CLI_NEXT;
+}
 
+/* The run's device side and what every table line compares with. */
+typedef struct bench_run {
+  const bench_args *a;
+  uq_context *ctx;
+  void *stream;
+  char dev_name[128];
+  const char *target;
+  uint64_t copy_bytes;
+  double copy_gbps;
+  row *rows;
+  size_t nrows;
+  uq_key *keys;
+} bench_run;
+
+/* Context and stream on device 0, and the copy bandwidth; CLI_NEXT, or
+ * the exit status after saying why. */
+static int bench_open(bench_run *br) {
+  const bench_args *a = br->a;
   int devices = 0;
   int rc = uq_device_count(&devices);
   if (rc != 0 || devices == 0) {
@@ -367,86 +404,81 @@ int cli_cmd_bench(int argc, char **argv) {
   uq_context_options copts;
   uq_context_options_init(&copts);
   copts.device = 0;
-  copts.cache_dir = cache_dir;
-  uq_context *ctx = NULL;
-  void *stream = NULL;
-  row *rows = NULL;
-  uq_key *keys = NULL;
-  int code = CLI_EXIT_FAILURE;
-  if ((rc = uq_context_create(&copts, &ctx)) != 0)
+  copts.cache_dir = a->cache_dir;
+  if ((rc = uq_context_create(&copts, &br->ctx)) != 0)
     return cli_fail(CMD, rc, "cannot create a context on device 0");
-  if ((rc = uq_stream_create(ctx, &stream)) != 0) {
-    code = cli_fail(CMD, rc, "cannot create a stream");
-    goto done;
-  }
-  char dev_name[128] = "?";
-  if (uq_device_name(ctx, dev_name, sizeof dev_name) != 0)
-    snprintf(dev_name, sizeof dev_name, "?");
-  const char *target = uq_context_target(ctx);
-
-  uint64_t copy_bytes = 2ull << 30;
-  if (copy_bytes > o.max_mem / 2)
-    copy_bytes = o.max_mem / 2;
-  double copy_gbps = 0;
-  if ((rc = copy_bandwidth(ctx, copy_bytes, &copy_gbps)) != 0) {
-    code = cli_fail(CMD, rc, "copy bandwidth measurement failed");
-    goto done;
-  }
-  if (!json) {
-    printf("device:   %s (%s)\n", dev_name, target);
+  if ((rc = uq_stream_create(br->ctx, &br->stream)) != 0)
+    return cli_fail(CMD, rc, "cannot create a stream");
+  snprintf(br->dev_name, sizeof br->dev_name, "?");
+  if (uq_device_name(br->ctx, br->dev_name, sizeof br->dev_name) != 0)
+    snprintf(br->dev_name, sizeof br->dev_name, "?");
+  br->target = uq_context_target(br->ctx);
+  br->copy_bytes = 2ull << 30;
+  if (br->copy_bytes > a->o.max_mem / 2)
+    br->copy_bytes = a->o.max_mem / 2;
+  if ((rc = copy_bandwidth(br->ctx, br->copy_bytes, &br->copy_gbps)) != 0)
+    return cli_fail(CMD, rc, "copy bandwidth measurement failed");
+  if (!a->json) {
+    printf("device:   %s (%s)\n", br->dev_name, br->target);
     printf("copy:     %.1f GB/s device-to-device (read + write of %.2f GiB)\n",
-           copy_gbps, (double)copy_bytes / (double)(1ull << 30));
+           br->copy_gbps, (double)br->copy_bytes / (double)(1ull << 30));
     fflush(stdout);
   }
+  return CLI_NEXT;
+}
 
-  size_t nrows = nb * ns * nh;
-  rows = calloc(nrows, sizeof *rows);
-  keys = calloc(nrows * UQ_PLAN_MAX_KERNELS, sizeof *keys);
-  if (rows == NULL || keys == NULL) {
-    code = cli_fail(CMD, UQ_ENOMEM, "out of memory");
-    goto done;
+/* Row k's shape and plan; skipped (with a note) when it cannot be planned
+ * or does not fit --max-mem-gb. Its kernels are appended to keys. */
+static void plan_row(bench_run *br, row *w, size_t *nkeys) {
+  uq_shape s;
+  make_shape(&s, w->batch, w->seq, w->hk, w->qg, br->a->block_size);
+  uq_plan plan;
+  int rc = uq_plan_make(&s, br->target, &plan);
+  if (rc != 0 || !plan.eligible) {
+    w->r.skipped = 1;
+    snprintf(w->r.note, sizeof w->r.note, "%s",
+             rc ? uq_last_error() : plan.reason);
+    return;
   }
-  /* Plan every shape and compile everything up front, in parallel. */
+  w->partitions = plan.num_partitions;
+  w->fuse_qrot = plan.fuse_qrot;
+  uint64_t one = cli_bench_bytes(&s, &plan, 1);
+  if (one > br->a->o.max_mem) {
+    w->r.skipped = 1;
+    snprintf(w->r.note, sizeof w->r.note, "needs %.1f GiB > --max-mem-gb",
+             (double)one / (double)(1ull << 30));
+    return;
+  }
+  for (int j = 0; j < plan.num_kernels; j++)
+    br->keys[(*nkeys)++] = plan.kernels[j];
+}
+
+/* Plans every shape and compiles everything up front, in parallel; prints
+ * the table's header. CLI_NEXT, or the exit status after saying why. */
+static int plan_rows(bench_run *br) {
+  const bench_args *a = br->a;
+  br->nrows = a->nb * a->ns * a->nh;
+  br->rows = calloc(br->nrows, sizeof *br->rows);
+  br->keys = calloc(br->nrows * UQ_PLAN_MAX_KERNELS, sizeof *br->keys);
+  if (br->rows == NULL || br->keys == NULL)
+    return cli_fail(CMD, UQ_ENOMEM, "out of memory");
   size_t nkeys = 0, k = 0;
-  for (size_t ib = 0; ib < nb; ib++)
-    for (size_t is = 0; is < ns; is++)
-      for (size_t ih = 0; ih < nh; ih++, k++) {
-        row *w = &rows[k];
-        w->batch = (int32_t)batches[ib];
-        w->seq = (int32_t)seqs[is];
-        w->hk = hks[ih];
-        w->qg = qgs[ih];
+  for (size_t ib = 0; ib < a->nb; ib++)
+    for (size_t is = 0; is < a->ns; is++)
+      for (size_t ih = 0; ih < a->nh; ih++, k++) {
+        row *w = &br->rows[k];
+        w->batch = (int32_t)a->batches[ib];
+        w->seq = (int32_t)a->seqs[is];
+        w->hk = a->hks[ih];
+        w->qg = a->qgs[ih];
         w->r.eager_us = w->r.graph_us = w->r.chain_us = w->r.rel_l2 = -1;
-        uq_shape s;
-        make_shape(&s, w->batch, w->seq, w->hk, w->qg, block_size);
-        uq_plan plan;
-        rc = uq_plan_make(&s, target, &plan);
-        if (rc != 0 || !plan.eligible) {
-          w->r.skipped = 1;
-          snprintf(w->r.note, sizeof w->r.note, "%s",
-                   rc ? uq_last_error() : plan.reason);
-          continue;
-        }
-        w->partitions = plan.num_partitions;
-        w->fuse_qrot = plan.fuse_qrot;
-        uint64_t one = cli_bench_bytes(&s, &plan, 1);
-        if (one > o.max_mem) {
-          w->r.skipped = 1;
-          snprintf(w->r.note, sizeof w->r.note,
-                   "needs %.1f GiB > --max-mem-gb",
-                   (double)one / (double)(1ull << 30));
-          continue;
-        }
-        for (int j = 0; j < plan.num_kernels; j++)
-          keys[nkeys++] = plan.kernels[j];
+        plan_row(br, w, &nkeys);
       }
   uq_compile_summary sum;
-  rc = uq_compile_keys(ctx, keys, nkeys, 0, NULL, NULL, &sum);
-  if (rc != 0) {
-    code = cli_fail(CMD, rc, "kernel compilation failed");
-    goto done;
-  }
-  if (!json) {
+  int rc = uq_compile_keys(br->ctx, br->keys, nkeys, 0, NULL, NULL, &sum);
+  if (rc != 0)
+    return cli_fail(CMD, rc, "kernel compilation failed");
+  if (!a->json) {
     printf("kernels:  %llu (%llu compiled, %llu from cache) in %.1f s\n\n",
            (unsigned long long)sum.keys, (unsigned long long)sum.compiled,
            (unsigned long long)sum.hits, sum.seconds);
@@ -455,193 +487,244 @@ int cli_cmd_bench(int argc, char **argv) {
            "chain_us", "KV_MiB", "GB/s", "%copy", "rel_l2", "note");
     fflush(stdout);
   }
+  return CLI_NEXT;
+}
 
-  int all_ok = 1;
-  for (k = 0; k < nrows; k++) {
-    row *w = &rows[k];
-    if (!w->r.skipped) {
-      uq_shape s;
-      make_shape(&s, w->batch, w->seq, w->hk, w->qg, block_size);
-      uq_plan plan;
-      uq_plan_make(&s, target, &plan);
-      uint64_t per_copy = cli_bench_bytes(&s, &plan, 2) -
-                          cli_bench_bytes(&s, &plan, 1);
-      uint64_t fixed = cli_bench_bytes(&s, &plan, 1) - per_copy;
-      uint64_t kv_copy = (uint64_t)w->batch * s.max_blocks_per_seq *
-                         block_size * w->hk * plan.padded_slot;
-      uint64_t want = kv_copy ? (o.rotate_bytes + kv_copy - 1) / kv_copy : 1;
-      uint64_t cap = (o.max_mem - fixed) / per_copy;
-      w->r.kv_bytes = (uint64_t)w->batch * (uint64_t)w->seq * w->hk *
-                      uq_slot_size(256);
-      int use_graph = o.graph == 1 ||
-                      (o.graph < 0 && w->r.kv_bytes <= GRAPH_AUTO_KV_BYTES);
-      int chained = use_graph && o.chain > 1;
-      /* More copies than steps timed would never be used (a chained graph
-       * times --chain steps a call). */
-      uint64_t lim = (uint64_t)(o.warmup + o.iters) *
-                     (uint64_t)(chained ? o.chain : 1);
-      if (want > cap)
-        want = cap;
-      if (want > lim)
-        want = lim;
-      if (want < 1)
-        want = 1;
-      w->rotations = (int32_t)want;
-      w->r.io_bytes = 2ull * 2ull * w->batch * s.num_q_heads * 256;
-      uint64_t partial = (uint64_t)w->batch * w->hk * plan.num_partitions *
-                         plan.query_group_size;
-      /* segm_out (bf16) + max + sum (fp32), written then read. */
-      w->r.ws_bytes = 2ull * (partial * 256 * 2 + partial * 8);
-      if (!plan.fuse_qrot)
-        w->r.ws_bytes += 2ull * w->batch * s.num_q_heads * 256 * 4;
-      w->r.device_bytes = cli_bench_bytes(&s, &plan, w->rotations);
-      cli_bench_shape b;
-      double rel = -1;
-      size_t bad = 0;
-      rc = cli_bench_setup(ctx, &b, &s, &plan, w->seq, w->rotations, o.seed);
-      if (rc == 0)
-        rc = cli_bench_check(ctx, &b, o.check_seqs, &rel, &bad);
-      if (rc == 0) {
-        w->r.rel_l2 = o.check_seqs > 0 ? rel : -1;
-        w->r.nonfinite = bad;
-        if (o.check_seqs > 0 && (!(rel < 1e-2) || bad > 0))
-          all_ok = 0;
-        rc = cli_bench_time(ctx, stream, &b, &o, 0, &w->r.eager_us);
-      }
-      if (rc == 0 && use_graph)
-        rc = cli_bench_time(ctx, stream, &b, &o, 1, &w->r.graph_us);
-      if (rc == 0 && use_graph && o.chain > 0)
-        rc = cli_bench_time(ctx, stream, &b, &o, o.chain, &w->r.chain_us);
-      if (rc != 0) {
-        snprintf(w->r.note, sizeof w->r.note, "%s: %s", uq_strerror(rc),
-                 uq_last_error());
-        all_ok = 0;
-      }
-      cli_bench_teardown(ctx, &b);
-      /* A failed shape may leave the stream in error; later ones still run
-       * on a clean queue. */
-      uq_stream_synchronize(ctx, stream);
-    }
-    if (!json) {
-      double us = w->r.graph_us > 0 ? w->r.graph_us : w->r.eager_us;
-      double gbps = us > 0 ? (double)(w->r.kv_bytes + w->r.io_bytes) /
-                                 (us * 1e-6) / 1e9
-                           : 0;
-      char eg[16] = "-", gr[16] = "-", ch[16] = "-", rl[16] = "-";
-      if (w->r.eager_us > 0)
-        snprintf(eg, sizeof eg, "%.2f", w->r.eager_us);
-      if (w->r.graph_us > 0)
-        snprintf(gr, sizeof gr, "%.2f", w->r.graph_us);
-      if (w->r.chain_us > 0)
-        snprintf(ch, sizeof ch, "%.2f", w->r.chain_us);
-      if (w->r.rel_l2 >= 0)
-        snprintf(rl, sizeof rl, "%.2e", w->r.rel_l2);
-      printf("%5d %7d %3d %3d %4d %4d %10s %10s %10s %10.1f %9.1f %6.1f %10s  "
-             "%s\n",
-             w->batch, w->seq, w->hk, w->qg, w->partitions, w->rotations, eg,
-             gr, ch, (double)w->r.kv_bytes / (double)(1 << 20), gbps,
-             us > 0 ? 100.0 * gbps / copy_gbps : 0.0, rl,
-             w->r.skipped ? w->r.note : w->r.note[0] ? w->r.note : "");
-      fflush(stdout);
-    }
+/* Sizes row w: KV copies to rotate over, bytes moved, device bytes. Says
+ * whether graphs are timed. */
+static int size_row(const bench_args *a, row *w, const uq_shape *s,
+                    const uq_plan *plan) {
+  const cli_bench_opts *o = &a->o;
+  uint64_t per_copy = cli_bench_bytes(s, plan, 2) - cli_bench_bytes(s, plan, 1);
+  uint64_t fixed = cli_bench_bytes(s, plan, 1) - per_copy;
+  uint64_t kv_copy = (uint64_t)w->batch * s->max_blocks_per_seq *
+                     a->block_size * w->hk * plan->padded_slot;
+  uint64_t want = kv_copy ? (o->rotate_bytes + kv_copy - 1) / kv_copy : 1;
+  uint64_t cap = (o->max_mem - fixed) / per_copy;
+  w->r.kv_bytes = (uint64_t)w->batch * (uint64_t)w->seq * w->hk *
+                  uq_slot_size(256);
+  int use_graph = o->graph == 1 ||
+                  (o->graph < 0 && w->r.kv_bytes <= GRAPH_AUTO_KV_BYTES);
+  int chained = use_graph && o->chain > 1;
+  /* More copies than steps timed would never be used (a chained graph
+   * times --chain steps a call). */
+  uint64_t lim = (uint64_t)(o->warmup + o->iters) *
+                 (uint64_t)(chained ? o->chain : 1);
+  if (want > cap)
+    want = cap;
+  if (want > lim)
+    want = lim;
+  if (want < 1)
+    want = 1;
+  w->rotations = (int32_t)want;
+  w->r.io_bytes = 2ull * 2ull * w->batch * s->num_q_heads * 256;
+  uint64_t partial = (uint64_t)w->batch * w->hk * plan->num_partitions *
+                     plan->query_group_size;
+  /* segm_out (bf16) + max + sum (fp32), written then read. */
+  w->r.ws_bytes = 2ull * (partial * 256 * 2 + partial * 8);
+  if (!plan->fuse_qrot)
+    w->r.ws_bytes += 2ull * w->batch * s->num_q_heads * 256 * 4;
+  w->r.device_bytes = cli_bench_bytes(s, plan, w->rotations);
+  return use_graph;
+}
+
+/* Checks and times row w; 0 when it failed or missed the error bar. */
+static int run_row(bench_run *br, row *w) {
+  const bench_args *a = br->a;
+  const cli_bench_opts *o = &a->o;
+  uq_shape s;
+  make_shape(&s, w->batch, w->seq, w->hk, w->qg, a->block_size);
+  uq_plan plan;
+  uq_plan_make(&s, br->target, &plan);
+  int use_graph = size_row(a, w, &s, &plan);
+  int ok = 1;
+  cli_bench_shape b;
+  double rel = -1;
+  size_t bad = 0;
+  int rc = cli_bench_setup(br->ctx, &b, &s, &plan, w->seq, w->rotations,
+                           o->seed);
+  if (rc == 0)
+    rc = cli_bench_check(br->ctx, &b, o->check_seqs, &rel, &bad);
+  if (rc == 0) {
+    w->r.rel_l2 = o->check_seqs > 0 ? rel : -1;
+    w->r.nonfinite = bad;
+    if (o->check_seqs > 0 && (!(rel < 1e-2) || bad > 0))
+      ok = 0;
+    rc = cli_bench_time(br->ctx, br->stream, &b, o, 0, &w->r.eager_us);
   }
+  if (rc == 0 && use_graph)
+    rc = cli_bench_time(br->ctx, br->stream, &b, o, 1, &w->r.graph_us);
+  if (rc == 0 && use_graph && o->chain > 0)
+    rc = cli_bench_time(br->ctx, br->stream, &b, o, o->chain, &w->r.chain_us);
+  if (rc != 0) {
+    snprintf(w->r.note, sizeof w->r.note, "%s: %s", uq_strerror(rc),
+             uq_last_error());
+    ok = 0;
+  }
+  cli_bench_teardown(br->ctx, &b);
+  /* A failed shape may leave the stream in error; later ones still run
+   * on a clean queue. */
+  uq_stream_synchronize(br->ctx, br->stream);
+  return ok;
+}
 
+/* The time a row reports (graph replay when measured) and its bandwidth. */
+static double row_gbps(const row *w, double *us) {
+  *us = w->r.graph_us > 0 ? w->r.graph_us : w->r.eager_us;
+  return *us > 0 ? (double)(w->r.kv_bytes + w->r.io_bytes) / (*us * 1e-6) /
+                       1e9
+                 : 0;
+}
+
+static void print_row_text(const bench_run *br, const row *w) {
+  double us;
+  double gbps = row_gbps(w, &us);
+  char eg[16] = "-", gr[16] = "-", ch[16] = "-", rl[16] = "-";
+  if (w->r.eager_us > 0)
+    snprintf(eg, sizeof eg, "%.2f", w->r.eager_us);
+  if (w->r.graph_us > 0)
+    snprintf(gr, sizeof gr, "%.2f", w->r.graph_us);
+  if (w->r.chain_us > 0)
+    snprintf(ch, sizeof ch, "%.2f", w->r.chain_us);
+  if (w->r.rel_l2 >= 0)
+    snprintf(rl, sizeof rl, "%.2e", w->r.rel_l2);
+  printf("%5d %7d %3d %3d %4d %4d %10s %10s %10s %10.1f %9.1f %6.1f %10s  "
+         "%s\n",
+         w->batch, w->seq, w->hk, w->qg, w->partitions, w->rotations, eg, gr,
+         ch, (double)w->r.kv_bytes / (double)(1 << 20), gbps,
+         us > 0 ? 100.0 * gbps / br->copy_gbps : 0.0, rl,
+         w->r.skipped ? w->r.note : w->r.note[0] ? w->r.note : "");
+  fflush(stdout);
+}
+
+static void print_row_json(const bench_run *br, const row *w, int first) {
+  double us;
+  double gbps = row_gbps(w, &us);
+  printf("%s\n  {\"batch\": %d, \"seq\": %d, \"hk\": %d, \"qg\": %d, "
+         "\"skipped\": %s",
+         first ? "" : ",", w->batch, w->seq, w->hk, w->qg,
+         w->r.skipped ? "true" : "false");
+  if (!w->r.skipped) {
+    printf(", \"partitions\": %d, \"fuse_qrot\": %s, \"rotations\": %d, "
+           "\"kv_bytes\": %llu, \"io_bytes\": %llu, "
+           "\"workspace_bytes\": %llu, \"device_bytes\": %llu",
+           w->partitions, w->fuse_qrot ? "true" : "false", w->rotations,
+           (unsigned long long)w->r.kv_bytes,
+           (unsigned long long)w->r.io_bytes,
+           (unsigned long long)w->r.ws_bytes,
+           (unsigned long long)w->r.device_bytes);
+    if (w->r.eager_us > 0)
+      printf(", \"eager_us\": %.3f", w->r.eager_us);
+    else
+      printf(", \"eager_us\": null");
+    if (w->r.graph_us > 0)
+      printf(", \"graph_us\": %.3f", w->r.graph_us);
+    else
+      printf(", \"graph_us\": null");
+    if (w->r.chain_us > 0)
+      printf(", \"chain_us\": %.3f, \"chain_steps\": %d", w->r.chain_us,
+             br->a->o.chain);
+    else
+      printf(", \"chain_us\": null");
+    if (us > 0)
+      printf(", \"us\": %.3f, \"gbps\": %.2f, \"pct_copy\": %.2f", us, gbps,
+             100.0 * gbps / br->copy_gbps);
+    if (w->r.rel_l2 >= 0)
+      printf(", \"rel_l2\": %.4e, \"nonfinite\": %zu", w->r.rel_l2,
+             w->r.nonfinite);
+    else
+      printf(", \"rel_l2\": null");
+  }
+  printf(", \"note\": ");
+  cli_json_string(stdout, w->r.note);
+  printf("}");
+}
+
+static void print_json(const bench_run *br, const overhead *ov) {
+  printf("{\"device\": ");
+  cli_json_string(stdout, br->dev_name);
+  printf(", \"target\": ");
+  cli_json_string(stdout, br->target);
+  printf(", \"copy_gbps\": %.2f, \"copy_bytes\": %llu, \"iters\": %d, "
+         "\"rows\": [",
+         br->copy_gbps, (unsigned long long)br->copy_bytes, br->a->o.iters);
+  for (size_t k = 0; k < br->nrows; k++)
+    print_row_json(br, &br->rows[k], k == 0);
+  printf("\n]");
+  if (br->a->do_overhead) {
+    printf(", \"overhead\": {\"measured\": %s",
+           ov->measured ? "true" : "false");
+    if (ov->measured)
+      printf(", \"host_us_median\": %.3f, \"host_us_p90\": %.3f, "
+             "\"disk_hit_first_call_ms\": %.3f, \"disk_hits\": %llu, "
+             "\"compiles\": %llu",
+             ov->host_us_median, ov->host_us_p90, ov->disk_first_ms,
+             (unsigned long long)ov->disk_stats.disk_hits,
+             (unsigned long long)ov->disk_stats.compiles);
+    printf(", \"note\": ");
+    cli_json_string(stdout, ov->note);
+    printf("}");
+  }
+  printf("}\n");
+}
+
+static void print_overhead_text(const overhead *ov) {
+  printf("\noverhead (B=4, seq 4096, Hk 2, QG 8):\n");
+  if (ov->measured) {
+    printf("  host time of one uq_decode on a table hit: median %.2f us, "
+           "p90 %.2f us (target <= 3 us)\n",
+           ov->host_us_median, ov->host_us_p90);
+    printf("  first uq_decode of a fresh context on a warm disk cache: "
+           "%.2f ms (%llu disk hits, %llu compiles)\n",
+           ov->disk_first_ms, (unsigned long long)ov->disk_stats.disk_hits,
+           (unsigned long long)ov->disk_stats.compiles);
+  } else {
+    printf("  not measured: %s\n", ov->note);
+  }
+}
+
+/* Times every row, then the overhead section; the exit status. */
+static int bench_rows(bench_run *br) {
+  const bench_args *a = br->a;
+  int all_ok = 1;
+  for (size_t k = 0; k < br->nrows; k++) {
+    row *w = &br->rows[k];
+    if (!w->r.skipped && !run_row(br, w))
+      all_ok = 0;
+    if (!a->json)
+      print_row_text(br, w);
+  }
   overhead ov;
   memset(&ov, 0, sizeof ov);
-  if (do_overhead)
-    measure_overhead(ctx, stream, &o, cache_dir, &ov);
-  if (json) {
-    printf("{\"device\": ");
-    cli_json_string(stdout, dev_name);
-    printf(", \"target\": ");
-    cli_json_string(stdout, target);
-    printf(", \"copy_gbps\": %.2f, \"copy_bytes\": %llu, \"iters\": %d, "
-           "\"rows\": [",
-           copy_gbps, (unsigned long long)copy_bytes, o.iters);
-    for (k = 0; k < nrows; k++) {
-      row *w = &rows[k];
-      double us = w->r.graph_us > 0 ? w->r.graph_us : w->r.eager_us;
-      double gbps = us > 0 ? (double)(w->r.kv_bytes + w->r.io_bytes) /
-                                 (us * 1e-6) / 1e9
-                           : 0;
-      printf("%s\n  {\"batch\": %d, \"seq\": %d, \"hk\": %d, \"qg\": %d, "
-             "\"skipped\": %s",
-             k ? "," : "", w->batch, w->seq, w->hk, w->qg,
-             w->r.skipped ? "true" : "false");
-      if (!w->r.skipped) {
-        printf(", \"partitions\": %d, \"fuse_qrot\": %s, \"rotations\": %d, "
-               "\"kv_bytes\": %llu, \"io_bytes\": %llu, "
-               "\"workspace_bytes\": %llu, \"device_bytes\": %llu",
-               w->partitions, w->fuse_qrot ? "true" : "false", w->rotations,
-               (unsigned long long)w->r.kv_bytes,
-               (unsigned long long)w->r.io_bytes,
-               (unsigned long long)w->r.ws_bytes,
-               (unsigned long long)w->r.device_bytes);
-        if (w->r.eager_us > 0)
-          printf(", \"eager_us\": %.3f", w->r.eager_us);
-        else
-          printf(", \"eager_us\": null");
-        if (w->r.graph_us > 0)
-          printf(", \"graph_us\": %.3f", w->r.graph_us);
-        else
-          printf(", \"graph_us\": null");
-        if (w->r.chain_us > 0)
-          printf(", \"chain_us\": %.3f, \"chain_steps\": %d", w->r.chain_us,
-                 o.chain);
-        else
-          printf(", \"chain_us\": null");
-        if (us > 0)
-          printf(", \"us\": %.3f, \"gbps\": %.2f, \"pct_copy\": %.2f", us,
-                 gbps, 100.0 * gbps / copy_gbps);
-        if (w->r.rel_l2 >= 0)
-          printf(", \"rel_l2\": %.4e, \"nonfinite\": %zu", w->r.rel_l2,
-                 w->r.nonfinite);
-        else
-          printf(", \"rel_l2\": null");
-      }
-      printf(", \"note\": ");
-      cli_json_string(stdout, w->r.note);
-      printf("}");
-    }
-    printf("\n]");
-    if (do_overhead) {
-      printf(", \"overhead\": {\"measured\": %s", ov.measured ? "true"
-                                                               : "false");
-      if (ov.measured)
-        printf(", \"host_us_median\": %.3f, \"host_us_p90\": %.3f, "
-               "\"disk_hit_first_call_ms\": %.3f, \"disk_hits\": %llu, "
-               "\"compiles\": %llu",
-               ov.host_us_median, ov.host_us_p90, ov.disk_first_ms,
-               (unsigned long long)ov.disk_stats.disk_hits,
-               (unsigned long long)ov.disk_stats.compiles);
-      printf(", \"note\": ");
-      cli_json_string(stdout, ov.note);
-      printf("}");
-    }
-    printf("}\n");
-  } else if (do_overhead) {
-    printf("\noverhead (B=4, seq 4096, Hk 2, QG 8):\n");
-    if (ov.measured) {
-      printf("  host time of one uq_decode on a table hit: median %.2f us, "
-             "p90 %.2f us (target <= 3 us)\n",
-             ov.host_us_median, ov.host_us_p90);
-      printf("  first uq_decode of a fresh context on a warm disk cache: "
-             "%.2f ms (%llu disk hits, %llu compiles)\n",
-             ov.disk_first_ms, (unsigned long long)ov.disk_stats.disk_hits,
-             (unsigned long long)ov.disk_stats.compiles);
-    } else {
-      printf("  not measured: %s\n", ov.note);
-    }
-  }
-  code = all_ok ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+  if (a->do_overhead)
+    measure_overhead(br->ctx, br->stream, &a->o, a->cache_dir, &ov);
+  if (a->json)
+    print_json(br, &ov);
+  else if (a->do_overhead)
+    print_overhead_text(&ov);
   if (!all_ok)
     fprintf(stderr, "uqjit bench: some shapes failed or missed the 1e-2 "
                     "relative L2 bar (see the table)\n");
-done:
-  if (stream != NULL)
-    uq_stream_destroy(ctx, stream);
-  free(rows);
-  free(keys);
-  uq_context_destroy(ctx);
+  return all_ok ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+}
+
+int cli_cmd_bench(int argc, char **argv) {
+  static bench_args a;
+  int code = parse_bench(&a, argc, argv);
+  if (code != CLI_NEXT)
+    return code;
+  bench_run br;
+  memset(&br, 0, sizeof br);
+  br.a = &a;
+  code = bench_open(&br);
+  if (code == CLI_NEXT)
+    code = plan_rows(&br);
+  if (code == CLI_NEXT)
+    code = bench_rows(&br);
+  if (br.stream != NULL)
+    uq_stream_destroy(br.ctx, br.stream);
+  free(br.rows);
+  free(br.keys);
+  uq_context_destroy(br.ctx);
   return code;
 }

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/cmd_util.h"
 #include "cli/commands.h"
+#include "tests/support/testkit.h"
 #include "uqjit.h"
 
 #define CMD "demo"
@@ -95,7 +96,7 @@ static int verify(const uq_shape *s, const uint16_t *out, const double *ref) {
   int ok = 1;
   printf("== verification against the double-precision reference\n");
   for (int b = 0; b < s->batch; b++) {
-    double rel = cli_rel_l2(s->q_dtype, out + b * per, ref + b * per,
+    double rel = tk_rel_l2_half(s->q_dtype, out + b * per, ref + b * per,
                                 per, &max_abs, &bad);
     if (!(rel < TOLERANCE))
       ok = 0;
@@ -113,26 +114,8 @@ static int verify(const uq_shape *s, const uint16_t *out, const double *ref) {
   return ok;
 }
 
-static int make_store_args(uq_store_args *a, const cli_problem *p,
-                           const void *k, const void *v, const int64_t *map,
-                           void *cache) {
-  memset(a, 0, sizeof *a);
-  a->k = k;
-  a->v = v;
-  a->slot_mapping = map;
-  a->num_tokens = p->num_tokens;
-  a->kv_cache = cache;
-  a->num_blocks = p->num_blocks;
-  a->block_size = p->shape.block_size;
-  a->num_kv_heads = p->shape.num_kv_heads;
-  a->head_dim = p->shape.head_dim;
-  a->padded_slot = p->shape.padded_slot;
-  a->dtype = p->shape.q_dtype;
-  return 0;
-}
-
 /* Offline compile for the first target whose compiler exists. */
-static void offline_compile(const cli_problem *p, const char *want,
+static void offline_compile(const tk_problem *p, const char *want,
                             const char *cache_dir) {
   static const char *const defaults[] = {"gfx950", "sm_90"};
   const char *const *targets = want ? &want : defaults;
@@ -186,22 +169,8 @@ static void offline_compile(const cli_problem *p, const char *want,
          "skipped\n");
 }
 
-/* The decode arguments over p's host buffers and the encoded `cache`. */
-static uq_decode_args host_args(const cli_problem *p,
-                                const uint8_t *cache, void *out) {
-  uq_decode_args a;
-  memset(&a, 0, sizeof a);
-  a.query = p->query;
-  a.kv_cache = cache;
-  a.num_blocks = p->num_blocks;
-  a.block_table = p->block_table;
-  a.seq_lens = p->seq_lens;
-  a.out = out;
-  return a;
-}
-
-static int run_cpu(const cli_problem *p, const uint8_t *cache,
-                   const char *target, const char *cache_dir) {
+static int run_cpu(const tk_problem *p, const char *target,
+                   const char *cache_dir) {
   offline_compile(p, target, cache_dir);
   const uq_shape *s = &p->shape;
   size_t n = (size_t)s->batch * s->num_q_heads * s->head_dim;
@@ -212,7 +181,7 @@ static int run_cpu(const cli_problem *p, const uint8_t *cache,
     cli_fail(CMD, UQ_ENOMEM, "out of memory");
     goto done;
   }
-  uq_decode_args a = host_args(p, cache, out);
+  uq_decode_args a = tk_problem_decode_args(p, out);
   printf("== decode on the CPU (reference, %s output)\n",
          cli_dtype_name(s->q_dtype));
   double t0 = cli_now();
@@ -235,148 +204,162 @@ done:
   return code;
 }
 
-typedef struct dev_bufs {
+/* The GPU path's state: the device buffers hold a copy of the problem's
+ * rows, query and tables, and the cache the store kernel writes. On
+ * failure `what` says which step failed. */
+typedef struct gpu_run {
+  const tk_problem *p;
+  uq_context *ctx;
+  uq_plan plan;
+  size_t out_elems, rows;
   void *k, *v, *map, *cache, *query, *bt, *sl, *out, *ws;
-} dev_bufs;
+  const char *what;
+} gpu_run;
 
-static int gpu_decode(uq_context *ctx, const cli_problem *p,
-                      const uq_decode_args *a, void *ws, size_t ws_bytes,
-                      double *seconds) {
-  double t0 = cli_now();
-  int rc = uq_decode(ctx, &p->shape, a, ws, ws_bytes, NULL);
-  if (rc == 0)
-    rc = uq_synchronize(ctx);
-  *seconds = cli_now() - t0;
-  return rc;
+static void gpu_free(gpu_run *g) {
+  if (g->ctx != NULL) {
+    void *bufs[] = {g->k,  g->v,  g->map, g->cache, g->query,
+                    g->bt, g->sl, g->out, g->ws};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+      if (bufs[i] != NULL)
+        uq_device_free(g->ctx, bufs[i]);
+  }
+  uq_context_destroy(g->ctx);
+  g->ctx = NULL;
 }
 
-static int run_gpu(const cli_problem *p, const uint8_t *host_cache,
-                   const char *cache_dir) {
-  const uq_shape *s = &p->shape;
+/* Context on device 0 and the plan for it, both printed. */
+static int gpu_open(gpu_run *g, const char *cache_dir) {
   uq_context_options o;
   uq_context_options_init(&o);
   o.device = 0;
   o.cache_dir = cache_dir;
-  uq_context *ctx = NULL;
-  dev_bufs d;
-  memset(&d, 0, sizeof d);
-  size_t n = (size_t)s->batch * s->num_q_heads * s->head_dim;
-  size_t rows = (size_t)p->num_tokens * s->num_kv_heads * s->head_dim;
-  uint16_t *out = calloc(n, sizeof *out);
-  double *ref = calloc(n, sizeof *ref);
-  uint8_t *back = malloc(p->cache_bytes);
-  int code = CLI_EXIT_FAILURE;
-  int rc = 0;
-  const char *what = "";
-  if (!out || !ref || !back) {
-    rc = UQ_ENOMEM;
-    what = "out of memory";
-    goto fail;
-  }
   double t0 = cli_now();
-  rc = uq_context_create(&o, &ctx);
-  what = "cannot create a context on device 0";
+  g->what = "cannot create a context on device 0";
+  int rc = uq_context_create(&o, &g->ctx);
   if (rc != 0)
-    goto fail;
+    return rc;
   char dev_name[128] = "?";
-  if (uq_device_name(ctx, dev_name, sizeof dev_name) != 0)
+  if (uq_device_name(g->ctx, dev_name, sizeof dev_name) != 0)
     snprintf(dev_name, sizeof dev_name, "?");
-  uq_plan plan;
-  rc = uq_plan_make(s, uq_context_target(ctx), &plan);
-  what = "cannot plan the shape for the device";
+  g->what = "cannot plan the shape for the device";
+  rc = uq_plan_make(&g->p->shape, uq_context_target(g->ctx), &g->plan);
   if (rc != 0)
-    goto fail;
+    return rc;
   printf("== GPU: %s (%s), context in %.1f ms\n", dev_name,
-         uq_context_target(ctx), 1e3 * (cli_now() - t0));
-  print_plan(s, &plan, p->seq_lens);
-  if (!plan.eligible) {
-    fprintf(stderr, "uqjit demo: not eligible on %s: %s\n",
-            uq_context_target(ctx), plan.reason);
-    goto done;
-  }
-  size_t elt = 2;
-  what = "device allocation failed";
-#define ALLOC(ptr, bytes)                                                   \
-  if ((rc = uq_device_alloc(ctx, (bytes) > 0 ? (bytes) : 1, &(ptr))) != 0)  \
-    goto fail;
-  ALLOC(d.k, rows * elt);
-  ALLOC(d.v, rows * elt);
-  ALLOC(d.map, (size_t)p->num_tokens * sizeof(int64_t));
-  ALLOC(d.cache, p->cache_bytes);
-  ALLOC(d.query, p->query_elems * elt);
-  ALLOC(d.bt, (size_t)s->batch * s->max_blocks_per_seq * sizeof(int32_t));
-  ALLOC(d.sl, (size_t)s->batch * sizeof(int32_t));
-  ALLOC(d.out, n * elt);
-  ALLOC(d.ws, plan.workspace_bytes);
-#undef ALLOC
-  what = "copy to the device failed";
-  if ((rc = uq_memcpy_h2d(ctx, d.k, p->k, rows * elt)) != 0 ||
-      (rc = uq_memcpy_h2d(ctx, d.v, p->v, rows * elt)) != 0 ||
-      (rc = uq_memcpy_h2d(ctx, d.map, p->slot_mapping,
-                          (size_t)p->num_tokens * sizeof(int64_t))) != 0 ||
-      (rc = uq_memcpy_h2d(ctx, d.query, p->query, p->query_elems * elt)) !=
+         uq_context_target(g->ctx), 1e3 * (cli_now() - t0));
+  print_plan(&g->p->shape, &g->plan, g->p->seq_lens);
+  return 0;
+}
+
+/* Device buffers, filled from the host problem; the cache zeroed. */
+static int gpu_upload(gpu_run *g) {
+  const tk_problem *p = g->p;
+  const uq_shape *s = &p->shape;
+  uq_context *ctx = g->ctx;
+  size_t elt = 2, map_bytes = (size_t)p->num_tokens * sizeof(int64_t);
+  size_t bt_bytes = (size_t)s->batch * s->max_blocks_per_seq * sizeof(int32_t);
+  size_t sl_bytes = (size_t)s->batch * sizeof(int32_t);
+  struct {
+    void **ptr;
+    size_t bytes;
+  } bufs[] = {{&g->k, g->rows * elt},      {&g->v, g->rows * elt},
+              {&g->map, map_bytes},        {&g->cache, p->cache_bytes},
+              {&g->query, p->query_elems * elt}, {&g->bt, bt_bytes},
+              {&g->sl, sl_bytes},          {&g->out, g->out_elems * elt},
+              {&g->ws, g->plan.workspace_bytes}};
+  int rc;
+  g->what = "device allocation failed";
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    if ((rc = uq_device_alloc(ctx, bufs[i].bytes > 0 ? bufs[i].bytes : 1,
+                              bufs[i].ptr)) != 0)
+      return rc;
+  g->what = "copy to the device failed";
+  if ((rc = uq_memcpy_h2d(ctx, g->k, p->k, g->rows * elt)) != 0 ||
+      (rc = uq_memcpy_h2d(ctx, g->v, p->v, g->rows * elt)) != 0 ||
+      (rc = uq_memcpy_h2d(ctx, g->map, p->slot_mapping, map_bytes)) != 0 ||
+      (rc = uq_memcpy_h2d(ctx, g->query, p->query, p->query_elems * elt)) !=
           0 ||
-      (rc = uq_memcpy_h2d(ctx, d.bt, p->block_table,
-                          (size_t)s->batch * s->max_blocks_per_seq *
-                              sizeof(int32_t))) != 0 ||
-      (rc = uq_memcpy_h2d(ctx, d.sl, p->seq_lens,
-                          (size_t)s->batch * sizeof(int32_t))) != 0 ||
-      (rc = uq_memset_d8(ctx, d.cache, 0, p->cache_bytes)) != 0)
-    goto fail;
+      (rc = uq_memcpy_h2d(ctx, g->bt, p->block_table, bt_bytes)) != 0 ||
+      (rc = uq_memcpy_h2d(ctx, g->sl, p->seq_lens, sl_bytes)) != 0 ||
+      (rc = uq_memset_d8(ctx, g->cache, 0, p->cache_bytes)) != 0)
+    return rc;
+  return 0;
+}
 
-  /* Store on the GPU; its bytes must equal the CPU store's. */
-  uq_store_args sa;
-  make_store_args(&sa, p, d.k, d.v, d.map, d.cache);
-  uq_stats st0, st1, st2;
-  uq_get_stats(ctx, &st0);
-  t0 = cli_now();
-  rc = uq_store(ctx, &sa, NULL);
+/* Stores on the GPU and counts the bytes that differ from the CPU store's
+ * in *diff; prints both. */
+static int gpu_store_check(gpu_run *g, size_t *diff) {
+  const tk_problem *p = g->p;
+  uint8_t *back = malloc(p->cache_bytes ? p->cache_bytes : 1);
+  g->what = "out of memory";
+  if (back == NULL)
+    return UQ_ENOMEM;
+  uq_store_args sa = tk_problem_store_args(p, g->k, g->v, g->map, g->cache);
+  uq_stats st0, st1;
+  uq_get_stats(g->ctx, &st0);
+  double t0 = cli_now();
+  int rc = uq_store(g->ctx, &sa, NULL);
   if (rc == 0)
-    rc = uq_synchronize(ctx);
+    rc = uq_synchronize(g->ctx);
   double t_store = cli_now() - t0;
-  what = "store kernel failed";
-  if (rc != 0)
-    goto fail;
-  rc = uq_memcpy_d2h(ctx, back, d.cache, p->cache_bytes);
-  what = "copy from the device failed";
-  if (rc != 0)
-    goto fail;
-  size_t diff = 0;
-  for (size_t i = 0; i < p->cache_bytes; i++)
-    diff += back[i] != host_cache[i];
-  uq_get_stats(ctx, &st1);
-  printf("== store: %" PRId64 " tokens x %d heads, %.2f ms (first call, "
-         "incl. %s)\n",
-         p->num_tokens, (int)s->num_kv_heads, 1e3 * t_store,
-         st1.compiles > st0.compiles ? "compile and load"
-                                     : "cache load");
-  printf("  GPU store vs CPU store: %s (%zu of %zu bytes differ)\n",
-         diff == 0 ? "identical" : "DIFFERENT", diff, p->cache_bytes);
+  g->what = "store kernel failed";
+  if (rc == 0) {
+    g->what = "copy from the device failed";
+    rc = uq_memcpy_d2h(g->ctx, back, g->cache, p->cache_bytes);
+  }
+  if (rc == 0) {
+    *diff = 0;
+    for (size_t i = 0; i < p->cache_bytes; i++)
+      *diff += back[i] != p->cache[i];
+    uq_get_stats(g->ctx, &st1);
+    printf("== store: %" PRId64 " tokens x %d heads, %.2f ms (first call, "
+           "incl. %s)\n",
+           p->num_tokens, (int)p->shape.num_kv_heads, 1e3 * t_store,
+           st1.compiles > st0.compiles ? "compile and load" : "cache load");
+    printf("  GPU store vs CPU store: %s (%zu of %zu bytes differ)\n",
+           *diff == 0 ? "identical" : "DIFFERENT", *diff, p->cache_bytes);
+  }
+  free(back);
+  return rc;
+}
 
+static int gpu_decode(gpu_run *g, const uq_decode_args *a, double *seconds) {
+  double t0 = cli_now();
+  int rc = uq_decode(g->ctx, &g->p->shape, a, g->ws, g->plan.workspace_bytes,
+                     NULL);
+  if (rc == 0)
+    rc = uq_synchronize(g->ctx);
+  *seconds = cli_now() - t0;
+  return rc;
+}
+
+/* The first decode (which loads or compiles the kernels) and the best of
+ * ten warm ones, printed with the table's counters. */
+static int gpu_decode_timed(gpu_run *g) {
   uq_decode_args a;
   memset(&a, 0, sizeof a);
-  a.query = d.query;
-  a.kv_cache = d.cache;
-  a.num_blocks = p->num_blocks;
-  a.block_table = d.bt;
-  a.seq_lens = d.sl;
-  a.out = d.out;
-  double first = 0, warm = 0;
-  rc = gpu_decode(ctx, p, &a, d.ws, plan.workspace_bytes, &first);
-  what = "decode failed";
+  a.query = g->query;
+  a.kv_cache = g->cache;
+  a.num_blocks = g->p->num_blocks;
+  a.block_table = g->bt;
+  a.seq_lens = g->sl;
+  a.out = g->out;
+  uq_stats st1, st2, st3;
+  uq_get_stats(g->ctx, &st1);
+  double first = 0, warm = 0, best = INFINITY;
+  g->what = "decode failed";
+  int rc = gpu_decode(g, &a, &first);
   if (rc != 0)
-    goto fail;
-  uq_get_stats(ctx, &st2);
-  double best = INFINITY;
+    return rc;
+  uq_get_stats(g->ctx, &st2);
   for (int i = 0; i < 10; i++) {
-    rc = gpu_decode(ctx, p, &a, d.ws, plan.workspace_bytes, &warm);
-    if (rc != 0)
-      goto fail;
+    if ((rc = gpu_decode(g, &a, &warm)) != 0)
+      return rc;
     if (warm < best)
       best = warm;
   }
-  uq_stats st3;
-  uq_get_stats(ctx, &st3);
+  uq_get_stats(g->ctx, &st3);
   printf("== decode\n");
   printf("  first call  %9.3f ms (incl. %llu compile(s), %llu disk hit(s), "
          "%.3f s compiling)\n",
@@ -391,146 +374,200 @@ static int run_gpu(const cli_problem *p, const uint8_t *host_cache,
          (unsigned long long)st3.hits, (unsigned long long)st3.misses,
          (unsigned long long)st3.disk_hits, (unsigned long long)st3.compiles,
          st3.compile_seconds);
-  rc = uq_memcpy_d2h(ctx, out, d.out, n * elt);
-  what = "copy from the device failed";
-  if (rc != 0)
-    goto fail;
-  uq_decode_args ha = host_args(p, host_cache, NULL);
-  rc = uq_reference_decode_f64(s, &ha, ref);
-  what = "double-precision reference failed";
-  if (rc != 0)
-    goto fail;
-  int ok = verify(s, out, ref);
-  code = ok && diff == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
-  goto done;
-fail:
-  code = cli_fail(CMD, rc, what);
-done:
-  if (ctx != NULL) {
-    void *bufs[] = {d.k, d.v, d.map, d.cache, d.query, d.bt, d.sl, d.out,
-                    d.ws};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-      if (bufs[i] != NULL)
-        uq_device_free(ctx, bufs[i]);
+  return 0;
+}
+
+/* Copies the output back and checks it against the double-precision
+ * reference; *ok says whether every sequence passed. */
+static int gpu_verify(gpu_run *g, int *ok) {
+  const tk_problem *p = g->p;
+  uint16_t *out = calloc(g->out_elems, sizeof *out);
+  double *ref = calloc(g->out_elems, sizeof *ref);
+  int rc = UQ_ENOMEM;
+  g->what = "out of memory";
+  if (out != NULL && ref != NULL) {
+    g->what = "copy from the device failed";
+    rc = uq_memcpy_d2h(g->ctx, out, g->out, g->out_elems * 2);
   }
-  uq_context_destroy(ctx);
+  if (rc == 0) {
+    uq_decode_args ha = tk_problem_decode_args(p, NULL);
+    g->what = "double-precision reference failed";
+    rc = uq_reference_decode_f64(&p->shape, &ha, ref);
+  }
+  if (rc == 0)
+    *ok = verify(&p->shape, out, ref);
   free(out);
   free(ref);
-  free(back);
+  return rc;
+}
+
+static int run_gpu(const tk_problem *p, const char *cache_dir) {
+  const uq_shape *s = &p->shape;
+  gpu_run g;
+  memset(&g, 0, sizeof g);
+  g.p = p;
+  g.out_elems = (size_t)s->batch * s->num_q_heads * s->head_dim;
+  g.rows = (size_t)p->num_tokens * s->num_kv_heads * s->head_dim;
+  int code = CLI_EXIT_FAILURE, ok = 0;
+  size_t diff = 0;
+  int rc = gpu_open(&g, cache_dir);
+  if (rc == 0 && !g.plan.eligible) {
+    fprintf(stderr, "uqjit demo: not eligible on %s: %s\n",
+            uq_context_target(g.ctx), g.plan.reason);
+    gpu_free(&g);
+    return code;
+  }
+  if (rc == 0)
+    rc = gpu_upload(&g);
+  if (rc == 0)
+    rc = gpu_store_check(&g, &diff);
+  if (rc == 0)
+    rc = gpu_decode_timed(&g);
+  if (rc == 0)
+    rc = gpu_verify(&g, &ok);
+  if (rc != 0)
+    code = cli_fail(CMD, rc, g.what);
+  else
+    code = ok && diff == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+  gpu_free(&g);
   return code;
 }
 
-int cli_cmd_demo(int argc, char **argv) {
+/* What the command line asks for. */
+typedef struct demo_args {
   cli_shape in;
-  cli_shape_init(&in);
-  uq_shape *s = &in.shape;
+  int cpu;
+  int64_t seed;
+  const char *cache_dir;
+  int32_t lens[MAX_B];
+} demo_args;
+
+/* The sequence lengths: --seq-lens, else a mix of full, about a quarter,
+ * one block-crossing 257 and one. */
+static int parse_lens(demo_args *d, const char *lens_text) {
+  const uq_shape *s = &d->in.shape;
+  int64_t w = (int64_t)s->block_size * s->max_blocks_per_seq;
+  if (lens_text != NULL) {
+    int64_t vals[MAX_B];
+    size_t nv = 0;
+    if (cli_parse_list(CMD, "--seq-lens", lens_text, 1, w, vals, MAX_B,
+                       &nv) != 0)
+      return CLI_EXIT_USAGE;
+    if ((int64_t)nv != s->batch)
+      return cli_usage_error(CMD, "--seq-lens: %zu lengths for batch %d", nv,
+                             (int)s->batch);
+    for (size_t b = 0; b < nv; b++)
+      d->lens[b] = (int32_t)vals[b];
+    return CLI_NEXT;
+  }
+  int64_t pattern[4] = {w, w * 1000 / 4096, 257, 1};
+  for (int b = 0; b < s->batch; b++) {
+    int64_t l = pattern[b % 4];
+    d->lens[b] = (int32_t)(l < 1 ? 1 : l > w ? w : l);
+  }
+  return CLI_NEXT;
+}
+
+/* CLI_NEXT when the demo should run, else the exit status. */
+static int parse_demo(demo_args *d, int argc, char **argv) {
+  cli_shape_init(&d->in);
+  uq_shape *s = &d->in.shape;
   s->batch = 4;
   s->num_q_heads = 16;
   s->num_kv_heads = 2;
   s->head_dim = 256;
   s->block_size = 64;
   s->max_blocks_per_seq = 64;
-  int cpu = 0;
-  int64_t seed = 1;
-  const char *cache_dir = NULL, *lens_text = NULL;
-  const cli_flag flags[] = {{"--cpu", &cpu, 1}, {NULL, NULL, 0}};
-  const cli_text texts[] = {{"--cache-dir", &cache_dir},
-                               {"--seq-lens", &lens_text},
-                               {NULL, NULL}};
+  d->seed = 1;
+  const char *lens_text = NULL;
+  const cli_flag flags[] = {{"--cpu", &d->cpu, 1}, {NULL, NULL, 0}};
+  const cli_text texts[] = {{"--cache-dir", &d->cache_dir},
+                            {"--seq-lens", &lens_text},
+                            {NULL, NULL}};
   for (int i = 1; i < argc; i++) {
     const char *v;
     int r;
     if ((r = cli_option(CMD, argc, argv, &i, "--seed", &v)) != 0) {
-      if (r < 0 ||
-          cli_parse_i64(CMD, "--seed", v, 0, INT64_MAX, &seed) != 0)
+      if (r < 0 || cli_parse_i64(CMD, "--seed", v, 0, INT64_MAX, &d->seed) != 0)
         return CLI_EXIT_USAGE;
       continue;
     }
-    r = cli_shape_command_arg(CMD, &in, texts, flags, demo_usage, argc, argv,
-                                 &i);
+    r = cli_shape_command_arg(CMD, &d->in, texts, flags, demo_usage, argc,
+                              argv, &i);
     if (r != CLI_NEXT)
       return r;
   }
   if (s->batch > MAX_B)
-    return cli_usage_error(CMD, "--batch: at most %d for the demo",
-                              MAX_B);
+    return cli_usage_error(CMD, "--batch: at most %d for the demo", MAX_B);
   int64_t w = (int64_t)s->block_size * s->max_blocks_per_seq;
   if (w > (1 << 20))
     return cli_usage_error(CMD, "block size x max blocks per sequence: at "
-                                   "most 1048576 tokens for the demo");
-  static int32_t lens[MAX_B];
-  if (lens_text != NULL) {
-    int64_t vals[MAX_B];
-    size_t nv = 0;
-    if (cli_parse_list(CMD, "--seq-lens", lens_text, 1, w, vals, MAX_B,
-                           &nv) != 0)
-      return CLI_EXIT_USAGE;
-    if ((int64_t)nv != s->batch)
-      return cli_usage_error(CMD, "--seq-lens: %zu lengths for batch %d",
-                                nv, (int)s->batch);
-    for (size_t b = 0; b < nv; b++)
-      lens[b] = (int32_t)vals[b];
-  } else {
-    /* Mixed lengths: full, about a quarter, one block-crossing 257, one. */
-    int64_t pattern[4] = {w, w * 1000 / 4096, 257, 1};
-    for (int b = 0; b < s->batch; b++) {
-      int64_t l = pattern[b % 4];
-      lens[b] = (int32_t)(l < 1 ? 1 : l > w ? w : l);
-    }
-  }
+                                "most 1048576 tokens for the demo");
+  return parse_lens(d, lens_text);
+}
 
-  int devices = 0;
-  if (!cpu && uq_device_count(&devices) != 0)
-    devices = 0;
-  uq_plan plan;
-  int rc = uq_plan_make(s, in.target, &plan);
-  if (rc != 0)
-    return cli_fail(CMD, rc, "cannot plan this shape");
-  printf("uqjit %s demo: %s\n", uq_version_string(),
-         devices > 0 ? "GPU path" : cpu ? "CPU path (--cpu)"
-                                        : "CPU path (no GPU found)");
-  if (devices == 0 || cpu)
-    print_plan(s, &plan, lens);
-  if (!plan.eligible)
-    printf("  not eligible for the fast path: %s\n", plan.reason);
-
-  cli_problem p;
-  rc = cli_problem_make(&p, s, lens, (uint64_t)seed);
+/* Builds the problem and encodes it with the CPU store, printed. */
+static int make_data(const demo_args *d, tk_problem *p) {
+  const uq_shape *s = &d->in.shape;
+  tk_problem_opts o;
+  tk_problem_opts_init(&o, (uint64_t)d->seed);
+  int rc = tk_problem_make(p, s, d->lens, &o);
   if (rc != 0)
     return cli_fail(CMD, rc, "cannot build the problem");
-  int code = CLI_EXIT_FAILURE;
-  uint8_t *cache = calloc(p.cache_bytes ? p.cache_bytes : 1, 1);
-  if (cache == NULL) {
-    code = cli_fail(CMD, UQ_ENOMEM, "out of memory for the cache");
-    goto done;
-  }
-  uq_store_args sa;
-  make_store_args(&sa, &p, p.k, p.v, p.slot_mapping, cache);
   double t0 = cli_now();
-  rc = uq_reference_store(&sa);
-  if (rc != 0) {
-    code = cli_fail(CMD, rc, "CPU store failed");
-    goto done;
-  }
+  rc = tk_problem_store(p);
+  if (rc != 0)
+    return cli_fail(CMD, rc, rc == UQ_ENOMEM ? "out of memory for the cache"
+                                             : "CPU store failed");
   char hb[32];
   printf("== data (seed %lld)\n  %" PRId64 " tokens x %d KV heads of "
          "random normal K/V, %" PRId64 " blocks (shuffled), cache %s;\n"
          "  CPU store %.1f ms\n",
-         (long long)seed, p.num_tokens, (int)s->num_kv_heads, p.num_blocks,
-         cli_bytes(p.cache_bytes, hb, sizeof hb),
+         (long long)d->seed, p->num_tokens, (int)s->num_kv_heads,
+         p->num_blocks, cli_bytes(p->cache_bytes, hb, sizeof hb),
          1e3 * (cli_now() - t0));
-  if (devices > 0 && !cpu) {
-    if (!plan.eligible) {
+  return 0;
+}
+
+int cli_cmd_demo(int argc, char **argv) {
+  static demo_args d;
+  memset(&d, 0, sizeof d);
+  int r = parse_demo(&d, argc, argv);
+  if (r != CLI_NEXT)
+    return r;
+  const uq_shape *s = &d.in.shape;
+  int devices = 0;
+  if (!d.cpu && uq_device_count(&devices) != 0)
+    devices = 0;
+  uq_plan plan;
+  int rc = uq_plan_make(s, d.in.target, &plan);
+  if (rc != 0)
+    return cli_fail(CMD, rc, "cannot plan this shape");
+  printf("uqjit %s demo: %s\n", uq_version_string(),
+         devices > 0 ? "GPU path" : d.cpu ? "CPU path (--cpu)"
+                                          : "CPU path (no GPU found)");
+  if (devices == 0 || d.cpu)
+    print_plan(s, &plan, d.lens);
+  if (!plan.eligible)
+    printf("  not eligible for the fast path: %s\n", plan.reason);
+
+  tk_problem p;
+  int code = make_data(&d, &p);
+  if (code != 0) {
+    tk_problem_free(&p);
+    return code;
+  }
+  if (devices > 0 && !d.cpu) {
+    if (plan.eligible) {
+      code = run_gpu(&p, d.cache_dir);
+    } else {
       fprintf(stderr, "uqjit demo: the shape is not eligible: %s\n",
               plan.reason);
-      goto done;
+      code = CLI_EXIT_FAILURE;
     }
-    code = run_gpu(&p, cache, cache_dir);
   } else {
-    code = run_cpu(&p, cache, in.target, cache_dir);
+    code = run_cpu(&p, d.in.target, d.cache_dir);
   }
-done:
-  free(cache);
-  cli_problem_free(&p);
+  tk_problem_free(&p);
   return code;
 }

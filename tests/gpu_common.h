@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tests/testutil.h"
+#include "tests/support/testkit.h"
 #include "uqjit.h"
 
 /* Exits 77 (Meson: SKIP) when there is no device or no runtime, printing
@@ -43,19 +43,17 @@ typedef struct decode_case {
 
 /* A decode problem on host and device. */
 typedef struct decode_problem {
-  uq_shape shape;
-  int64_t num_blocks;
-  size_t cache_bytes, table_bytes, q_elems, out_elems;
-  uint8_t *h_cache;
-  int32_t *h_table, *h_lens;
-  uint16_t *h_query; /* q_elems: the whole (strided) query buffer */
+  uq_shape shape;    /* host.shape */
+  tk_problem host;   /* rows, tables, query and the CPU-encoded cache */
+  size_t table_bytes, q_elems, out_elems;
   void *d_cache, *d_table, *d_lens, *d_qbuf, *d_out, *d_ws;
   size_t ws_bytes;
   uq_decode_args d_args; /* device pointers */
 } decode_problem;
 
-/* Builds the problem (random bf16/fp16 K/V/Q ~ randn encoded with
- * uq_reference_store, shuffled block table) and uploads it. Returns 0 or a
+/* Builds the problem with the testkit (random bf16/fp16 K/V/Q ~ randn
+ * encoded with uq_reference_store, shuffled block table, three blocks no
+ * sequence uses, one spare table column) and uploads it. Returns 0 or a
  * status; on failure prints why. */
 int problem_make(uq_context *ctx, const decode_case *c, decode_problem *p);
 void problem_free(uq_context *ctx, decode_problem *p);

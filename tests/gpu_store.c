@@ -18,15 +18,48 @@ static uq_context *ctx;
 
 static size_t esize_of(uq_dtype dt) { return dt == UQ_DTYPE_FP32 ? 4 : 2; }
 
-static void fill_elem(tu_rng *rng, uq_dtype dt, void *base, size_t i,
-                      float x) {
-  (void)rng;
+static void fill_elem(uq_dtype dt, void *base, size_t i, float x) {
   if (dt == UQ_DTYPE_FP32)
     ((float *)base)[i] = x;
   else if (dt == UQ_DTYPE_FP16)
-    ((uint16_t *)base)[i] = tu_f32_to_fp16(x);
+    ((uint16_t *)base)[i] = tk_f32_to_fp16(x);
   else
-    ((uint16_t *)base)[i] = tu_f32_to_bf16(x);
+    ((uint16_t *)base)[i] = tk_f32_to_bf16(x);
+}
+
+/* n normal values of dt, about one in 30 NaN, Inf, huge or tiny. */
+static void fill_with_specials(tk_rng *rng, uq_dtype dt, void *base,
+                               size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    double x = tk_rng_normal(rng);
+    uint32_t r = tk_rng_u32(rng) % 1000;
+    if (r == 0)
+      x = NAN;
+    else if (r == 1)
+      x = INFINITY;
+    else if (r == 2)
+      x = -INFINITY;
+    else if (r == 3)
+      x *= 1e30; /* fp32 only; saturates to inf in 16-bit types */
+    else if (r < 20)
+      x *= 1e-3;
+    fill_elem(dt, base, i, (float)x);
+  }
+}
+
+/* Distinct slots in a shuffled order, every fifth skipped (-1), token 7's
+ * beyond the cache. */
+static void shuffled_map(tk_rng *rng, int64_t *map, int T, int64_t slots) {
+  int32_t *perm = malloc((size_t)slots * sizeof(int32_t));
+  assert_non_null(perm);
+  for (int64_t i = 0; i < slots; i++)
+    perm[i] = (int32_t)i;
+  tk_rng_shuffle_i32(rng, perm, (size_t)slots);
+  for (int t = 0; t < T; t++)
+    map[t] = t % 5 == 3 ? -1 : perm[t];
+  if (T > 7)
+    map[7] = slots + 5; /* out of range: skipped by both */
+  free(perm);
 }
 
 /* T tokens of Hk heads with K and V interleaved in one buffer
@@ -34,8 +67,8 @@ static void fill_elem(tu_rng *rng, uq_dtype dt, void *base, size_t i,
  * huge values, every fifth slot skipped (-1) and one slot out of range. */
 static void store_case(uq_dtype dt, int hd, int hk, int bs, int T,
                        uint64_t seed) {
-  tu_rng rng;
-  tu_rng_seed(&rng, seed);
+  tk_rng rng;
+  tk_rng_seed(&rng, seed);
   const size_t es = esize_of(dt);
   const int64_t num_blocks = (T + bs - 1) / bs + 2;
   const size_t slot = uq_slot_size(hd);
@@ -52,32 +85,8 @@ static void store_case(uq_dtype dt, int hd, int hk, int bs, int T,
   assert_non_null(map);
   assert_non_null(want);
   assert_non_null(got);
-  for (size_t i = 0; i < (size_t)T * row_elems; i++) {
-    double x = tu_rng_normal(&rng);
-    uint32_t r = tu_rng_u32(&rng) % 1000;
-    if (r == 0)
-      x = NAN;
-    else if (r == 1)
-      x = INFINITY;
-    else if (r == 2)
-      x = -INFINITY;
-    else if (r == 3)
-      x *= 1e30; /* fp32 only; saturates to inf in 16-bit types */
-    else if (r < 20)
-      x *= 1e-3;
-    fill_elem(&rng, dt, kv, i, (float)x);
-  }
-  /* Distinct slots in a shuffled order, some skipped, one beyond the cache. */
-  int32_t *perm = malloc((size_t)num_blocks * bs * sizeof(int32_t));
-  assert_non_null(perm);
-  for (int64_t i = 0; i < num_blocks * bs; i++)
-    perm[i] = (int32_t)i;
-  tu_rng_shuffle_i32(&rng, perm, (size_t)(num_blocks * bs));
-  for (int t = 0; t < T; t++)
-    map[t] = t % 5 == 3 ? -1 : perm[t];
-  if (T > 7)
-    map[7] = num_blocks * bs + 5; /* out of range: skipped by both */
-  free(perm);
+  fill_with_specials(&rng, dt, kv, (size_t)T * row_elems);
+  shuffled_map(&rng, map, T, num_blocks * bs);
   memset(want, 0xA5, cache_bytes);
 
   uq_store_args a;

@@ -15,7 +15,7 @@
 
 #include "tests/golden.h"
 #include "lib/format/format.h"
-#include "tests/testutil.h"
+#include "tests/support/testkit.h"
 #include "uqjit.h"
 
 /* Sorted levels and the code each one is written as (FORMAT.md 2 and 3.5). */
@@ -79,7 +79,7 @@ static void fp4_value_table_matches_format(void **state) {
   const float expect[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6,
                             -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
   for (unsigned c = 0; c < 16; c++) {
-    assert_true(tu_f32_bits(uq_fp4_value(c)) == tu_f32_bits(expect[c]));
+    assert_true(tk_f32_bits(uq_fp4_value(c)) == tk_f32_bits(expect[c]));
     assert_true(uq__fp4_values_f64[c] == (double)expect[c]);
   }
   assert_true(signbit(uq_fp4_value(8)));
@@ -88,12 +88,12 @@ static void fp4_value_table_matches_format(void **state) {
 
 static void ue8m0_value_decodes_bytes(void **state) {
   (void)state;
-  assert_true(tu_f32_bits(uq_ue8m0_value(0)) == 0u);
-  assert_true(tu_f32_bits(uq_ue8m0_value(1)) == 0x00800000u); /* 2^-126 */
+  assert_true(tk_f32_bits(uq_ue8m0_value(0)) == 0u);
+  assert_true(tk_f32_bits(uq_ue8m0_value(1)) == 0x00800000u); /* 2^-126 */
   assert_true(uq_ue8m0_value(126) == 0.5f);
   assert_true(uq_ue8m0_value(127) == 1.0f);
   assert_true(uq_ue8m0_value(128) == 2.0f);
-  assert_true(tu_f32_bits(uq_ue8m0_value(254)) == 0x7f000000u); /* 2^127 */
+  assert_true(tk_f32_bits(uq_ue8m0_value(254)) == 0x7f000000u); /* 2^127 */
   /* 2^128 does not fit fp32: documented to decode to +inf there; the
    * double-precision reference uses the finite 2^128. */
   assert_true(isinf(uq_ue8m0_value(255)) && uq_ue8m0_value(255) > 0);
@@ -196,7 +196,7 @@ static void encode_zero_groups_give_zero_byte(void **state) {
   }
   /* The smallest subnormal times 0.156 rounds to s_raw = 0. */
   memset(x, 0, sizeof x);
-  x[5] = -tu_f32_from_bits(1);
+  x[5] = -tk_f32_from_bits(1);
   encode(x, &byte, packed);
   assert_int_equal(byte, 0);
   assert_memory_equal(packed, zero, 16);
@@ -213,7 +213,7 @@ static void encode_nonfinite_anywhere_gives_zero_group(void **state) {
       float x[32];
       for (int i = 0; i < 32; i++)
         x[i] = (float)(i - 16) * 0.37f;
-      x[pos[p]] = tu_f32_from_bits(bad[b]);
+      x[pos[p]] = tk_f32_from_bits(bad[b]);
       uint8_t byte, packed[16];
       encode(x, &byte, packed);
       if (byte != 0 || memcmp(packed, zero, 16) != 0)
@@ -230,8 +230,8 @@ static void encode_scale_exponent_clamps_at_both_ends(void **state) {
   x[0] = pow2f(-126);
   x[1] = -pow2f(-127);          /* y = -0.5 -> code 9 */
   x[2] = 3.0f * pow2f(-127);    /* y = 1.5 -> code 3 */
-  x[3] = tu_f32_from_bits(1);   /* y = 2^-23 -> code 0 */
-  x[4] = -tu_f32_from_bits(1);  /* y = -2^-23 -> +0 (code 0, never 8) */
+  x[3] = tk_f32_from_bits(1);   /* y = 2^-23 -> code 0 */
+  x[4] = -tk_f32_from_bits(1);  /* y = -2^-23 -> +0 (code 0, never 8) */
   encode(x, &byte, packed);
   assert_int_equal(byte, 1);
   const unsigned want_tiny[5] = {2, 9, 3, 0, 0};
@@ -241,7 +241,7 @@ static void encode_scale_exponent_clamps_at_both_ends(void **state) {
   /* A subnormal s_raw from subnormal inputs: 4 * 2^-149 * 0.156 rounds to
    * 2^-149 > 0 -> e = -126 (byte 1); y = 2^-21 -> code 0. */
   memset(x, 0, sizeof x);
-  x[7] = 4.0f * tu_f32_from_bits(1);
+  x[7] = 4.0f * tk_f32_from_bits(1);
   encode(x, &byte, packed);
   assert_int_equal(byte, 1);
   assert_int_equal(code_of(packed, 7), 0);
@@ -262,15 +262,15 @@ static void encode_scale_exponent_clamps_at_both_ends(void **state) {
 
   /* The clamp itself, on s_raw values the encoder cannot produce. */
   assert_int_equal(uq__scale_exponent(FLT_MAX), 127);
-  assert_int_equal(uq__scale_exponent(tu_f32_from_bits(0x7f3504f4u)), 127);
-  assert_int_equal(uq__scale_exponent(tu_f32_from_bits(0x7f3504f3u)), 127);
-  assert_int_equal(uq__scale_exponent(tu_f32_from_bits(0x7eb504f4u)), 127);
-  assert_int_equal(uq__scale_exponent(tu_f32_from_bits(0x7eb504f3u)), 126);
-  assert_int_equal(uq__scale_exponent(tu_f32_from_bits(1)), -126);
-  assert_int_equal(uq__scale_exponent(tu_f32_from_bits(0x007fffffu)), -126);
-  assert_int_equal(uq__scale_exponent(tu_f32_from_bits(0x00800000u)), -126);
-  assert_int_equal(uq__scale_exponent(tu_f32_from_bits(0x00b504f3u)), -126);
-  assert_int_equal(uq__scale_exponent(tu_f32_from_bits(0x00b504f4u)), -125);
+  assert_int_equal(uq__scale_exponent(tk_f32_from_bits(0x7f3504f4u)), 127);
+  assert_int_equal(uq__scale_exponent(tk_f32_from_bits(0x7f3504f3u)), 127);
+  assert_int_equal(uq__scale_exponent(tk_f32_from_bits(0x7eb504f4u)), 127);
+  assert_int_equal(uq__scale_exponent(tk_f32_from_bits(0x7eb504f3u)), 126);
+  assert_int_equal(uq__scale_exponent(tk_f32_from_bits(1)), -126);
+  assert_int_equal(uq__scale_exponent(tk_f32_from_bits(0x007fffffu)), -126);
+  assert_int_equal(uq__scale_exponent(tk_f32_from_bits(0x00800000u)), -126);
+  assert_int_equal(uq__scale_exponent(tk_f32_from_bits(0x00b504f3u)), -126);
+  assert_int_equal(uq__scale_exponent(tk_f32_from_bits(0x00b504f4u)), -125);
 }
 
 static void encode_sqrt2_mantissa_boundary(void **state) {
@@ -279,18 +279,18 @@ static void encode_sqrt2_mantissa_boundary(void **state) {
    * 1001100..., so 0x3504F3 is just below and 0x3504F4 just above. */
   for (int k = -120; k <= 120; k += 30) {
     uint32_t expf = (uint32_t)(k + 127) << 23;
-    assert_int_equal(uq__scale_exponent(tu_f32_from_bits(expf | 0x3504f3u)), k);
-    assert_int_equal(uq__scale_exponent(tu_f32_from_bits(expf | 0x3504f4u)),
+    assert_int_equal(uq__scale_exponent(tk_f32_from_bits(expf | 0x3504f3u)), k);
+    assert_int_equal(uq__scale_exponent(tk_f32_from_bits(expf | 0x3504f4u)),
                      k + 1);
-    assert_int_equal(uq__scale_exponent(tu_f32_from_bits(expf)), k);
-    assert_int_equal(uq__scale_exponent(tu_f32_from_bits(expf | 0x7fffffu)),
+    assert_int_equal(uq__scale_exponent(tk_f32_from_bits(expf)), k);
+    assert_int_equal(uq__scale_exponent(tk_f32_from_bits(expf | 0x7fffffu)),
                      k + 1);
   }
   /* Through the encoder: scan amax upward from 9.0 (0.156 * 9.0655 ~ sqrt 2)
    * for the last s_raw below the boundary and the first at or above it. */
   float below = 0, above = 0;
   for (float a = 9.0f; a < 9.2f; a = nextafterf(a, INFINITY)) {
-    uint32_t sb = tu_f32_bits(0.156f * a);
+    uint32_t sb = tk_f32_bits(0.156f * a);
     assert_int_equal(sb >> 23, 127);
     if ((sb & 0x7fffff) < 0x3504f4)
       below = a;
@@ -359,18 +359,18 @@ static void check_group_independently(const float *x, uint8_t byte,
 
 static void encode_random_groups_pick_nearest_level(void **state) {
   (void)state;
-  tu_rng rng;
-  tu_rng_seed(&rng, 0x5eed0001);
+  tk_rng rng;
+  tk_rng_seed(&rng, 0x5eed0001);
   for (int g = 0; g < 6000; g++) {
     float x[32];
-    double sigma = ldexp(1.0, (int)tu_rng_below(&rng, 80) - 40);
+    double sigma = ldexp(1.0, (int)tk_rng_below(&rng, 80) - 40);
     for (int i = 0; i < 32; i++)
-      x[i] = (float)(sigma * tu_rng_normal(&rng));
+      x[i] = (float)(sigma * tk_rng_normal(&rng));
     if (g % 3 == 0) /* an outlier */
-      x[tu_rng_below(&rng, 32)] *= 50.0f;
+      x[tk_rng_below(&rng, 32)] *= 50.0f;
     if (g % 5 == 0) /* tiny negatives must become +0, not -0 */
       for (int i = 0; i < 32; i += 4)
-        x[i] = -(float)(sigma * 1e-4 * tu_rng_uniform(&rng));
+        x[i] = -(float)(sigma * 1e-4 * tk_rng_uniform(&rng));
     uint8_t byte, packed[16];
     encode(x, &byte, packed);
     check_group_independently(x, byte, packed);
@@ -424,7 +424,7 @@ static int read_floats(const golden_value *arr, float *out, size_t n) {
     uint32_t u;
     if (golden_hex_u32(golden_at(arr, i), &u) != 0)
       return -1;
-    out[i] = tu_f32_from_bits(u);
+    out[i] = tk_f32_from_bits(u);
   }
   return 0;
 }
@@ -492,9 +492,9 @@ static void golden_slots_match_bit_for_bit(void **state) {
     uint16_t kb[256], vb[256];
     int exact = 1;
     for (int i = 0; i < 256; i++) {
-      kb[i] = tu_f32_to_bf16(k[i]);
-      vb[i] = tu_f32_to_bf16(v[i]);
-      if (tu_bf16_to_f32(kb[i]) != k[i] || tu_bf16_to_f32(vb[i]) != v[i])
+      kb[i] = tk_f32_to_bf16(k[i]);
+      vb[i] = tk_f32_to_bf16(v[i]);
+      if (tk_bf16_to_f32(kb[i]) != k[i] || tk_bf16_to_f32(vb[i]) != v[i])
         exact = 0;
     }
     if (!exact)
@@ -519,12 +519,12 @@ static void golden_haircut_matches_bit_for_bit(void **state) {
     uint32_t xb, yb;
     assert_int_equal(golden_hex_u32(golden_get(h, "x_bits"), &xb), 0);
     assert_int_equal(golden_hex_u32(golden_get(h, "y_bits"), &yb), 0);
-    float y = uq_haircut_e4m3(tu_f32_from_bits(xb));
-    float want = tu_f32_from_bits(yb);
-    int ok = isnan(want) ? isnan(y) : tu_f32_bits(y) == yb;
+    float y = uq_haircut_e4m3(tk_f32_from_bits(xb));
+    float want = tk_f32_from_bits(yb);
+    int ok = isnan(want) ? isnan(y) : tk_f32_bits(y) == yb;
     if (!ok) {
       fprintf(stderr, "golden haircut %08x: got %08x want %08x\n", xb,
-              tu_f32_bits(y), yb);
+              tk_f32_bits(y), yb);
       bad++;
     }
   }
@@ -573,14 +573,14 @@ static void haircut_all_bf16_patterns_match_model(void **state) {
   assert_true(e4m3_values[1] == ldexp(1.0, -9));
   assert_true(e4m3_values[8] == ldexp(1.0, -6));
   for (uint32_t h = 0; h < 65536; h++) {
-    float x = tu_bf16_to_f32((uint16_t)h);
+    float x = tk_bf16_to_f32((uint16_t)h);
     float y = uq_haircut_e4m3(x);
     double want = e4m3_model((double)x);
     if (isnan(want)) {
       assert_true(isnan(y));
       continue;
     }
-    if (tu_f32_bits(y) != tu_f32_bits((float)want))
+    if (tk_f32_bits(y) != tk_f32_bits((float)want))
       fail_msg("bf16 %04x (%a): haircut %a, model %a", h, (double)x,
                (double)y, want);
   }
@@ -614,22 +614,22 @@ static void haircut_ties_saturation_and_nan(void **state) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     float y = uq_haircut_e4m3(cases[i].x);
-    if (tu_f32_bits(y) != tu_f32_bits(cases[i].y))
+    if (tk_f32_bits(y) != tk_f32_bits(cases[i].y))
       fail_msg("haircut(%a) = %a, want %a", (double)cases[i].x, (double)y,
                (double)cases[i].y);
   }
   assert_true(isnan(uq_haircut_e4m3(NAN)));
-  assert_true(isnan(uq_haircut_e4m3(tu_f32_from_bits(0xffc00001u))));
+  assert_true(isnan(uq_haircut_e4m3(tk_f32_from_bits(0xffc00001u))));
   /* fp32 inputs between bf16 values: random bits against the model. */
   build_e4m3_table();
-  tu_rng rng;
-  tu_rng_seed(&rng, 77);
+  tk_rng rng;
+  tk_rng_seed(&rng, 77);
   for (int i = 0; i < 20000; i++) {
-    uint32_t u = tu_rng_u32(&rng);
-    u = (u & 0x807fffffu) | ((uint32_t)(110 + tu_rng_below(&rng, 30)) << 23);
-    float x = tu_f32_from_bits(u);
-    assert_true(tu_f32_bits(uq_haircut_e4m3(x)) ==
-                tu_f32_bits((float)e4m3_model(x)));
+    uint32_t u = tk_rng_u32(&rng);
+    u = (u & 0x807fffffu) | ((uint32_t)(110 + tk_rng_below(&rng, 30)) << 23);
+    float x = tk_f32_from_bits(u);
+    assert_true(tk_f32_bits(uq_haircut_e4m3(x)) ==
+                tk_f32_bits((float)e4m3_model(x)));
   }
 }
 
@@ -638,14 +638,14 @@ static void haircut_ties_saturation_and_nan(void **state) {
 
 static void fwht_matches_explicit_matrix_product(void **state) {
   (void)state;
-  tu_rng rng;
-  tu_rng_seed(&rng, 3);
+  tk_rng rng;
+  tk_rng_seed(&rng, 3);
   for (int n = 32; n <= 512; n *= 2) {
     float *x = malloc((size_t)n * sizeof *x);
     float *y = malloc((size_t)n * sizeof *y);
     assert_non_null(x);
     assert_non_null(y);
-    tu_fill_normal_f32(&rng, x, (size_t)n, 1.0);
+    tk_fill_normal_f32(&rng, x, (size_t)n, 1.0);
     memcpy(y, x, (size_t)n * sizeof *x);
     assert_int_equal(uq_fwht(y, n), 0);
     double norm = 0;
@@ -694,12 +694,12 @@ static void fwht_columns_are_orthonormal_hadamard(void **state) {
 
 static void fwht_is_bit_exact_to_the_canonical_butterflies(void **state) {
   (void)state;
-  tu_rng rng;
-  tu_rng_seed(&rng, 4);
+  tk_rng rng;
+  tk_rng_seed(&rng, 4);
   for (int n = 1; n <= 512; n *= 2) {
     for (int rep = 0; rep < 20; rep++) {
       float x[512], y[512];
-      tu_fill_normal_f32(&rng, x, (size_t)n, ldexp(1.0, rep - 10));
+      tk_fill_normal_f32(&rng, x, (size_t)n, ldexp(1.0, rep - 10));
       memcpy(y, x, sizeof x);
       for (int h = 1; h < n; h *= 2)
         for (int i = 0; i < n; i += 2 * h)
@@ -739,11 +739,11 @@ static void fwht_refuses_non_power_of_two(void **state) {
 static void half_to_float_matches_model_for_all_patterns(void **state) {
   (void)state;
   for (uint32_t h = 0; h < 65536; h++) {
-    float a = uq_bf16_to_float((uint16_t)h), b = tu_bf16_to_f32((uint16_t)h);
-    assert_true(isnan(b) ? isnan(a) : tu_f32_bits(a) == tu_f32_bits(b));
+    float a = uq_bf16_to_float((uint16_t)h), b = tk_bf16_to_f32((uint16_t)h);
+    assert_true(isnan(b) ? isnan(a) : tk_f32_bits(a) == tk_f32_bits(b));
     a = uq_fp16_to_float((uint16_t)h);
-    b = tu_fp16_to_f32((uint16_t)h);
-    assert_true(isnan(b) ? isnan(a) : tu_f32_bits(a) == tu_f32_bits(b));
+    b = tk_fp16_to_f32((uint16_t)h);
+    assert_true(isnan(b) ? isnan(a) : tk_f32_bits(a) == tk_f32_bits(b));
     /* Round trip of every non-NaN pattern. */
     if (!isnan(b))
       assert_int_equal(uq_float_to_fp16(b), h);
@@ -755,13 +755,13 @@ static void half_to_float_matches_model_for_all_patterns(void **state) {
 static void float_to_half_rounds_to_nearest_even(void **state) {
   (void)state;
   /* Hand cases. */
-  assert_int_equal(uq_float_to_bf16(tu_f32_from_bits(0x3f808000u)), 0x3f80);
-  assert_int_equal(uq_float_to_bf16(tu_f32_from_bits(0x3f818000u)), 0x3f82);
-  assert_int_equal(uq_float_to_bf16(tu_f32_from_bits(0x3f808001u)), 0x3f81);
+  assert_int_equal(uq_float_to_bf16(tk_f32_from_bits(0x3f808000u)), 0x3f80);
+  assert_int_equal(uq_float_to_bf16(tk_f32_from_bits(0x3f818000u)), 0x3f82);
+  assert_int_equal(uq_float_to_bf16(tk_f32_from_bits(0x3f808001u)), 0x3f81);
   assert_int_equal(uq_float_to_bf16(FLT_MAX), 0x7f80);
   assert_int_equal(uq_float_to_bf16(-INFINITY), 0xff80);
   assert_true((uq_float_to_bf16(NAN) & 0x7fff) > 0x7f80);
-  assert_true((uq_float_to_bf16(tu_f32_from_bits(0x7f800001u)) & 0x7fff) >
+  assert_true((uq_float_to_bf16(tk_f32_from_bits(0x7f800001u)) & 0x7fff) >
               0x7f80);
   assert_int_equal(uq_float_to_fp16(65504.0f), 0x7bff);
   assert_int_equal(uq_float_to_fp16(65519.0f), 0x7bff);
@@ -777,17 +777,17 @@ static void float_to_half_rounds_to_nearest_even(void **state) {
   assert_int_equal(uq_float_to_fp16(1.0f + 0x3p-11f), 0x3c02);
   assert_true((uq_float_to_fp16(NAN) & 0x7fff) > 0x7c00);
   /* Random patterns over the whole fp32 range against the model. */
-  tu_rng rng;
-  tu_rng_seed(&rng, 5);
+  tk_rng rng;
+  tk_rng_seed(&rng, 5);
   for (int i = 0; i < 100000; i++) {
-    uint32_t u = tu_rng_u32(&rng);
+    uint32_t u = tk_rng_u32(&rng);
     if (i & 1) /* concentrate on the fp16 range */
-      u = (u & 0x807fffffu) | ((uint32_t)(95 + tu_rng_below(&rng, 50)) << 23);
-    float f = tu_f32_from_bits(u);
+      u = (u & 0x807fffffu) | ((uint32_t)(95 + tk_rng_below(&rng, 50)) << 23);
+    float f = tk_f32_from_bits(u);
     if (isnan(f))
       continue;
-    assert_int_equal(uq_float_to_bf16(f), tu_f32_to_bf16(f));
-    assert_int_equal(uq_float_to_fp16(f), tu_f32_to_fp16(f));
+    assert_int_equal(uq_float_to_bf16(f), tk_f32_to_bf16(f));
+    assert_int_equal(uq_float_to_fp16(f), tk_f32_to_fp16(f));
   }
 }
 
@@ -799,12 +799,12 @@ static void double_to_half_rounds_once(void **state) {
   assert_int_equal(uq__double_to_fp16(1.0 + 0x1p-11 + 0x1p-40), 0x3c01);
   assert_int_equal(uq__double_to_fp16(65520.0), 0x7c00);
   assert_int_equal(uq__double_to_bf16(-0.0), 0x8000);
-  tu_rng rng;
-  tu_rng_seed(&rng, 6);
+  tk_rng rng;
+  tk_rng_seed(&rng, 6);
   for (int i = 0; i < 50000; i++) {
-    double x = tu_rng_normal(&rng) * ldexp(1.0, (int)tu_rng_below(&rng, 60) - 30);
-    assert_int_equal(uq__double_to_bf16(x), tu_f64_to_bf16(x));
-    assert_int_equal(uq__double_to_fp16(x), tu_f64_to_fp16(x));
+    double x = tk_rng_normal(&rng) * ldexp(1.0, (int)tk_rng_below(&rng, 60) - 30);
+    assert_int_equal(uq__double_to_bf16(x), tk_f64_to_bf16(x));
+    assert_int_equal(uq__double_to_fp16(x), tk_f64_to_fp16(x));
   }
 }
 
@@ -820,7 +820,7 @@ static void expect_decoded_row(const uint8_t *codes, const uint8_t *scales,
     const double value[16] = {0, 0.5, 1, 1.5, 2, 3, 4, 6,
                               -0.0, -0.5, -1, -1.5, -2, -3, -4, -6};
     float want = (float)(value[c] * s);
-    if (tu_f32_bits(got[i]) != tu_f32_bits(want))
+    if (tk_f32_bits(got[i]) != tk_f32_bits(want))
       fail_msg("element %d: decoded %a want %a", i, (double)got[i],
                (double)want);
   }
@@ -828,8 +828,8 @@ static void expect_decoded_row(const uint8_t *codes, const uint8_t *scales,
 
 static void slot_encode_decode_round_trip(void **state) {
   (void)state;
-  tu_rng rng;
-  tu_rng_seed(&rng, 8);
+  tk_rng rng;
+  tk_rng_seed(&rng, 8);
   const uq_dtype dtypes[3] = {UQ_DTYPE_BF16, UQ_DTYPE_FP16, UQ_DTYPE_FP32};
   for (int d = 32; d <= 512; d *= 2) {
     uq_slot_layout lay;
@@ -841,18 +841,18 @@ static void slot_encode_decode_round_trip(void **state) {
         uint8_t slot[600], want[600];
         double sigma = rep == 3 ? 1e-3 : 1.0 + rep;
         for (int i = 0; i < d; i++) {
-          double a = sigma * tu_rng_normal(&rng);
-          double b = sigma * tu_rng_normal(&rng);
+          double a = sigma * tk_rng_normal(&rng);
+          double b = sigma * tk_rng_normal(&rng);
           if (dtypes[t] == UQ_DTYPE_BF16) {
-            kh[i] = tu_f64_to_bf16(a);
-            vh[i] = tu_f64_to_bf16(b);
-            kf[i] = tu_bf16_to_f32(kh[i]);
-            vf[i] = tu_bf16_to_f32(vh[i]);
+            kh[i] = tk_f64_to_bf16(a);
+            vh[i] = tk_f64_to_bf16(b);
+            kf[i] = tk_bf16_to_f32(kh[i]);
+            vf[i] = tk_bf16_to_f32(vh[i]);
           } else if (dtypes[t] == UQ_DTYPE_FP16) {
-            kh[i] = tu_f64_to_fp16(a);
-            vh[i] = tu_f64_to_fp16(b);
-            kf[i] = tu_fp16_to_f32(kh[i]);
-            vf[i] = tu_fp16_to_f32(vh[i]);
+            kh[i] = tk_f64_to_fp16(a);
+            vh[i] = tk_f64_to_fp16(b);
+            kf[i] = tk_fp16_to_f32(kh[i]);
+            vf[i] = tk_fp16_to_f32(vh[i]);
           } else {
             kf[i] = (float)a;
             vf[i] = (float)b;
@@ -898,8 +898,8 @@ static void slot_encode_decode_round_trip(void **state) {
           kref[i] = krot[i];
           vref[i] = vf[i];
         }
-        assert_true(tu_rel_l2_f32(kdec, kref, (size_t)d) < 0.2);
-        assert_true(tu_rel_l2_f32(vdec, vref, (size_t)d) < 0.2);
+        assert_true(tk_rel_l2_f32(kdec, kref, (size_t)d) < 0.2);
+        assert_true(tk_rel_l2_f32(vdec, vref, (size_t)d) < 0.2);
         /* Either output may be skipped. */
         float only_v[512];
         assert_int_equal(uq_decode_slot(d, slot, NULL, only_v), 0);

@@ -367,10 +367,9 @@ static void expect_invalid(const uq_key *k, const char *why) {
   assert_true(uq_last_error()[0] != '\0');
 }
 
-static void key_validate_refuses_bad_keys(void **state) {
-  (void)state;
-  uq_key base = example_decode();
-  assert_int_equal(uq_key_validate(&base), 0);
+/* One field of a valid decode key out of range at a time. */
+static void validate_refuses_bad_fields(const uq_key *good) {
+  const uq_key base = *good;
   uq_key k;
 #define BAD(field, value)                  \
   do {                                     \
@@ -415,9 +414,12 @@ static void key_validate_refuses_bad_keys(void **state) {
   expect_invalid(&k, "window past P*TGPP*256");
   k.max_blocks_per_seq = 128;
   assert_int_equal(uq_key_validate(&k), 0);
+}
 
-  /* Targets: canonical, terminated, zero-padded. */
-  k = base;
+/* Targets: canonical, terminated, zero-padded. */
+static void validate_refuses_bad_targets(const uq_key *good) {
+  const uq_key base = *good;
+  uq_key k = base;
   strcpy(k.target, "sm90");
   expect_invalid(&k, "non-canonical target");
   k = base;
@@ -435,9 +437,11 @@ static void key_validate_refuses_bad_keys(void **state) {
   k = base;
   k.target[0] = '\0';
   expect_invalid(&k, "empty target");
+}
 
-  /* Fields a kind does not use must be 0. */
-  k = example_reduce();
+/* Fields a kind does not use must be 0. */
+static void validate_refuses_unused_fields(void) {
+  uq_key k = example_reduce();
   assert_int_equal(uq_key_validate(&k), 0);
   k.max_blocks_per_seq = 64;
   expect_invalid(&k, "reduce with max_blocks_per_seq");
@@ -476,6 +480,15 @@ static void key_validate_refuses_bad_keys(void **state) {
   k = example_store();
   k.dtype = UQ_DTYPE_FP32;
   assert_int_equal(uq_key_validate(&k), 0);
+}
+
+static void key_validate_refuses_bad_keys(void **state) {
+  (void)state;
+  uq_key base = example_decode();
+  assert_int_equal(uq_key_validate(&base), 0);
+  validate_refuses_bad_fields(&base);
+  validate_refuses_bad_targets(&base);
+  validate_refuses_unused_fields();
   assert_int_equal(uq_key_validate(NULL), UQ_EINVAL);
 }
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "tests/testutil.h"
+#include "tests/support/testkit.h"
 #include "uqjit.h"
 
 /* One decode problem: shape, buffers and the naive answer. */
@@ -38,7 +38,7 @@ typedef struct config {
 } config;
 
 static float q_to_f32(uq_dtype dtype, uint16_t h) {
-  return dtype == UQ_DTYPE_FP16 ? tu_fp16_to_f32(h) : tu_bf16_to_f32(h);
+  return dtype == UQ_DTYPE_FP16 ? tk_fp16_to_f32(h) : tk_bf16_to_f32(h);
 }
 
 /* The naive dense computation: every slot dequantized with uq_decode_slot
@@ -111,8 +111,8 @@ static void naive_decode(problem *p) {
 }
 
 static void problem_make(problem *p, const config *c, uint64_t seed) {
-  tu_rng rng;
-  tu_rng_seed(&rng, seed);
+  tk_rng rng;
+  tk_rng_seed(&rng, seed);
   memset(p, 0, sizeof *p);
   uq_shape *s = &p->shape;
   memset(s, 0, sizeof *s);
@@ -145,7 +145,7 @@ static void problem_make(problem *p, const config *c, uint64_t seed) {
   assert_non_null(perm);
   for (int64_t i = 0; i < p->num_blocks; i++)
     perm[i] = (int32_t)i;
-  tu_rng_shuffle_i32(&rng, perm, (size_t)p->num_blocks);
+  tk_rng_shuffle_i32(&rng, perm, (size_t)p->num_blocks);
   size_t tsize = (size_t)c->batch * s->max_blocks_per_seq;
   p->block_table = malloc(tsize * sizeof *p->block_table);
   assert_non_null(p->block_table);
@@ -158,16 +158,16 @@ static void problem_make(problem *p, const config *c, uint64_t seed) {
   p->cache = malloc(p->cache_bytes);
   assert_non_null(p->cache);
   for (size_t i = 0; i < p->cache_bytes; i++)
-    p->cache[i] = (uint8_t)tu_rng_u32(&rng);
+    p->cache[i] = (uint8_t)tk_rng_u32(&rng);
   uint16_t *k = malloc((size_t)c->d * sizeof *k);
   uint16_t *v = malloc((size_t)c->d * sizeof *v);
   assert_non_null(k);
   assert_non_null(v);
   size_t slots = (size_t)p->num_blocks * c->block_size * c->hk;
   for (size_t i = 0; i < slots; i++) {
-    double sk = 0.5 + 2.0 * tu_rng_uniform(&rng);
-    tu_fill_normal_bf16(&rng, k, (size_t)c->d, sk);
-    tu_fill_normal_bf16(&rng, v, (size_t)c->d, 1.0);
+    double sk = 0.5 + 2.0 * tk_rng_uniform(&rng);
+    tk_fill_normal_bf16(&rng, k, (size_t)c->d, sk);
+    tk_fill_normal_bf16(&rng, v, (size_t)c->d, 1.0);
     assert_int_equal(uq_encode_slot(c->d, UQ_DTYPE_BF16, k, v,
                                     p->cache + i * p->padded),
                      0);
@@ -185,10 +185,10 @@ static void problem_make(problem *p, const config *c, uint64_t seed) {
   for (int b = 0; b < c->batch; b++)
     for (int h = 0; h < c->hq; h++)
       for (int i = 0; i < c->d; i++) {
-        double x = 2.0 * tu_rng_normal(&rng);
+        double x = 2.0 * tk_rng_normal(&rng);
         p->query[b * ss + h * sh + i] = c->dtype == UQ_DTYPE_FP16
-                                            ? tu_f64_to_fp16(x)
-                                            : tu_f64_to_bf16(x);
+                                            ? tk_f64_to_fp16(x)
+                                            : tk_f64_to_bf16(x);
       }
   p->naive = malloc((size_t)c->batch * c->hq * c->d * sizeof *p->naive);
   assert_non_null(p->naive);
@@ -235,25 +235,25 @@ static void check_problem(const config *c, uint64_t seed) {
   /* f64 against the naive computation, row by row. */
   for (size_t r = 0; r < n / (size_t)c->d; r++) {
     const double *a = out64 + r * c->d, *w = p.naive + r * c->d;
-    double rel = tu_rel_l2(a, w, (size_t)c->d);
+    double rel = tk_rel_l2(a, w, (size_t)c->d);
     if (!(rel <= 1e-12))
       fail_msg("row %zu: relative L2 %g against the naive decode", r, rel);
     double mx = 0;
     for (int i = 0; i < c->d; i++)
       mx = fabs(w[i]) > mx ? fabs(w[i]) : mx;
-    assert_true(tu_max_abs_diff(a, w, (size_t)c->d) <= 1e-12 * mx);
+    assert_true(tk_max_abs_diff(a, w, (size_t)c->d) <= 1e-12 * mx);
   }
   /* The cast output is the f64 output rounded once, and within half an ulp
    * of the naive answer up to its 1e-12 difference: never more than one
    * unit away from the naive value rounded. */
   for (size_t i = 0; i < n; i++) {
-    uint16_t want = c->dtype == UQ_DTYPE_FP16 ? tu_f64_to_fp16(out64[i])
-                                              : tu_f64_to_bf16(out64[i]);
+    uint16_t want = c->dtype == UQ_DTYPE_FP16 ? tk_f64_to_fp16(out64[i])
+                                              : tk_f64_to_bf16(out64[i]);
     if (out[i] != want)
       fail_msg("element %zu: cast %04x, f64 %a rounds to %04x", i, out[i],
                out64[i], want);
-    uint16_t naive = c->dtype == UQ_DTYPE_FP16 ? tu_f64_to_fp16(p.naive[i])
-                                               : tu_f64_to_bf16(p.naive[i]);
+    uint16_t naive = c->dtype == UQ_DTYPE_FP16 ? tk_f64_to_fp16(p.naive[i])
+                                               : tk_f64_to_bf16(p.naive[i]);
     double dv = fabs(half_value(c->dtype, out[i]) -
                      half_value(c->dtype, naive));
     double ulp = fabs(half_value(c->dtype, (uint16_t)(naive + 1)) -
@@ -427,7 +427,7 @@ static void reference_refuses_bad_input_and_writes_nothing(void **state) {
   p.block_table[0 * p.shape.max_blocks_per_seq + 2] = -7;
   p.block_table[1 * p.shape.max_blocks_per_seq + 3] = 1 << 30;
   assert_int_equal(uq_reference_decode_f64(&p.shape, &a, out64), 0);
-  assert_true(tu_rel_l2(out64, p.naive, n) <= 1e-12);
+  assert_true(tk_rel_l2(out64, p.naive, n) <= 1e-12);
   problem_free(&p);
   free(out);
   free(out64);
@@ -438,8 +438,8 @@ static void reference_refuses_bad_input_and_writes_nothing(void **state) {
 
 static void store_writes_encoded_slots_and_skips(void **state) {
   (void)state;
-  tu_rng rng;
-  tu_rng_seed(&rng, 21);
+  tk_rng rng;
+  tk_rng_seed(&rng, 21);
   const uq_dtype dtypes[3] = {UQ_DTYPE_BF16, UQ_DTYPE_FP16, UQ_DTYPE_FP32};
   for (int t = 0; t < 3; t++) {
     const int T = 12, hk = 2, d = 64, bs = 16, nb = 3, padded = 80;
@@ -451,22 +451,22 @@ static void store_writes_encoded_slots_and_skips(void **state) {
     assert_non_null(k);
     assert_non_null(v);
     for (size_t i = 0; i < kelems; i++) {
-      double x = tu_rng_normal(&rng);
+      double x = tk_rng_normal(&rng);
       if (esize == 4) {
         float f = (float)x;
         memcpy(k + 4 * i, &f, 4);
       } else {
-        uint16_t h = dtypes[t] == UQ_DTYPE_BF16 ? tu_f64_to_bf16(x)
-                                                : tu_f64_to_fp16(x);
+        uint16_t h = dtypes[t] == UQ_DTYPE_BF16 ? tk_f64_to_bf16(x)
+                                                : tk_f64_to_fp16(x);
         memcpy(k + 2 * i, &h, 2);
       }
     }
     for (size_t i = 0; i < velems * esize; i++)
-      v[i] = (unsigned char)(tu_rng_u32(&rng) & 0x3b); /* small finite */
+      v[i] = (unsigned char)(tk_rng_u32(&rng) & 0x3b); /* small finite */
     int32_t perm[48];
     for (int i = 0; i < 48; i++)
       perm[i] = i;
-    tu_rng_shuffle_i32(&rng, perm, 48);
+    tk_rng_shuffle_i32(&rng, perm, 48);
     int64_t mapping[12];
     for (int i = 0; i < T; i++)
       mapping[i] = i % 4 == 1 ? -1 : perm[i];
@@ -590,8 +590,8 @@ static void store_refuses_bad_input_and_writes_nothing(void **state) {
 /* Store then decode: the path vLLM takes, end to end on the CPU. */
 static void store_then_reference_decode_round_trip(void **state) {
   (void)state;
-  tu_rng rng;
-  tu_rng_seed(&rng, 31);
+  tk_rng rng;
+  tk_rng_seed(&rng, 31);
   const int hk = 2, hq = 16, d = 256, bs = 32, len = 70;
   const int nblk = (len + bs - 1) / bs;
   uint16_t *k = malloc((size_t)len * hk * d * 2);
@@ -599,9 +599,9 @@ static void store_then_reference_decode_round_trip(void **state) {
   uint16_t q[16 * 256], out[16 * 256];
   assert_non_null(k);
   assert_non_null(v);
-  tu_fill_normal_bf16(&rng, k, (size_t)len * hk * d, 1.0);
-  tu_fill_normal_bf16(&rng, v, (size_t)len * hk * d, 1.0);
-  tu_fill_normal_bf16(&rng, q, 16 * 256, 1.0);
+  tk_fill_normal_bf16(&rng, k, (size_t)len * hk * d, 1.0);
+  tk_fill_normal_bf16(&rng, v, (size_t)len * hk * d, 1.0);
+  tk_fill_normal_bf16(&rng, q, 16 * 256, 1.0);
   int32_t table[4] = {2, 0, 3, 1};
   int64_t mapping[70];
   for (int t = 0; t < len; t++)
@@ -651,8 +651,8 @@ static void store_then_reference_decode_round_trip(void **state) {
     for (int t = 0; t < len; t++) {
       double dot = 0;
       for (int i = 0; i < d; i++)
-        dot += (double)tu_bf16_to_f32(q[h * d + i]) *
-               tu_bf16_to_f32(k[((size_t)t * hk + kh) * d + i]);
+        dot += (double)tk_bf16_to_f32(q[h * d + i]) *
+               tk_bf16_to_f32(k[((size_t)t * hk + kh) * d + i]);
       sc[t] = dot / 16.0;
       m = sc[t] > m ? sc[t] : m;
     }
@@ -661,10 +661,10 @@ static void store_then_reference_decode_round_trip(void **state) {
     for (int i = 0; i < d; i++) {
       ref[i] = 0;
       for (int t = 0; t < len; t++)
-        ref[i] += sc[t] / sum * tu_bf16_to_f32(v[((size_t)t * hk + kh) * d + i]);
-      got[i] = tu_bf16_to_f32(out[h * d + i]);
+        ref[i] += sc[t] / sum * tk_bf16_to_f32(v[((size_t)t * hk + kh) * d + i]);
+      got[i] = tk_bf16_to_f32(out[h * d + i]);
     }
-    double rel = tu_rel_l2(got, ref, (size_t)d);
+    double rel = tk_rel_l2(got, ref, (size_t)d);
     worst = rel > worst ? rel : worst;
   }
   assert_true(worst < 0.25);
