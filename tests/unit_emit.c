@@ -24,7 +24,8 @@
 static const char *const template_names[] = {
     "common/uq_abi.h",          "prelude/prelude_nvrtc.hip",
     "prelude/prelude_hiprtc.hip", "prelude/prelude_clang.hip",
-    "common/numerics.hip",      "portable/layer_portable.hip",
+    "common/numerics.hip",      "common/layer_common.hip",
+    "portable/layer_portable.hip",
     "portable/decode.hip",      "passes/reduce.hip",
     "passes/prologue.hip",      "passes/store.hip",
 };

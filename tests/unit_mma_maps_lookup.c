@@ -1,4 +1,4 @@
-/* The same checks of templates/mma_sm90_maps.hip with its lookup
+/* The same checks of templates/sm90/mma_sm90_maps.hip with its lookup
  * conversions (UQ_MMA_SUBNORMAL_OPERANDS 0, the fallback that keeps every
  * mma and multiply operand normal). */
 #define UQ_MMA_SUBNORMAL_OPERANDS 0

@@ -223,7 +223,7 @@ int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
 
   uq__buf_printf(out,
                  "/* uqjit %s kernel %s\n * route: %s. Generated from "
-                 "templates/ by codegen/emit.c: do not edit. */\n",
+                 "templates/ by lib/codegen/emit.c: do not edit. */\n",
                  UQ_VERSION_STRING, name, uq__route_name(route));
   static const char *const reduce_parts[] = {"reduce.hip", NULL};
   static const char *const prologue_parts[] = {"prologue.hip", NULL};

@@ -36,16 +36,20 @@ static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts) {
   return parts;
 }
 
-static const char *const portable_templates[] = {"layer_portable.hip",
-                                                  "decode.hip", NULL};
+/* Each layer's templates, in emission order after the specialization
+ * constants; every layer starts with layer_common.hip, the pieces all of
+ * them need (sequence length, schedule, offsets, the empty partition). */
+static const char *const portable_templates[] = {
+    "layer_common.hip", "layer_portable.hip", "decode.hip", NULL};
 /* The sm_90 matrix layer is a whole kernel of its own. */
 static const char *const matrix_templates[] = {
-    "mma_sm90_maps.hip", "sm90_chunks.hip", "decode_mma_sm90.hip", NULL};
+    "layer_common.hip", "mma_sm90_maps.hip", "sm90_chunks.hip",
+    "decode_mma_sm90.hip", NULL};
 /* So is the sm_90a warpgroup layer; it builds on the matrix layer's index
  * maps, so those come first. */
 static const char *const warpgroup_templates[] = {
-    "mma_sm90_maps.hip", "wgmma_sm90_maps.hip", "sm90_chunks.hip",
-    "decode_wgmma_sm90.hip", NULL};
+    "layer_common.hip",  "mma_sm90_maps.hip",     "wgmma_sm90_maps.hip",
+    "sm90_chunks.hip",   "decode_wgmma_sm90.hip", NULL};
 
 /* The fast layers keep the portable launch contract (grid, workspace) and
  * four warps a block (decode_mma_sm90.hip static_asserts it; one warpgroup

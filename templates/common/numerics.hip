@@ -1,5 +1,5 @@
 /* Device numerics shared by every kernel (FORMAT.md sections 2-4). Each
- * function matches its CPU twin in src/format.c bit for bit; none depends
+ * function matches its CPU twin in lib/format/format.c bit for bit; none depends
  * on the specialization constants. */
 
 constexpr float UQ_LOG2E = 1.44269504088896340736f;

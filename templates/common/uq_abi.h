@@ -1,5 +1,5 @@
-/* Kernel parameter blocks: the launch contract between src/launch.c (host C)
- * and the kernel templates (device C++). This one file is compiled on both
+/* Kernel parameter blocks: the launch contract between lib/runtime/launch.c
+ * (host C) and the kernel templates (device C++). This one file is compiled on both
  * sides, so it uses only fixed-width C types and no padding holes: pointers
  * first, then 64-bit, then 32-bit fields, each block a multiple of 8 bytes.
  * Every kernel takes exactly one of these by value. */

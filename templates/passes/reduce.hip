@@ -29,7 +29,7 @@ constexpr int UQ_REDUCE_TRIPS = (UQ_NUM_PARTITIONS + UQ_REDUCE_LANES - 1) / UQ_R
  * conflict-free. */
 constexpr int UQ_REDUCE_ROW = UQ_REDUCE_DIMS + 2;
 
-/* Keys hold power-of-two head_dim >= 32 (codegen/key.c): rows of 4-dim
+/* Keys hold power-of-two head_dim >= 32 (lib/codegen/key.c): rows of 4-dim
  * groups never straddle the end of a row and stay 8-byte aligned (the
  * workspace is 256-byte aligned); D = 32 only idles half the groups. */
 static_assert(UQ_HEAD_DIM % UQ_REDUCE_VEC == 0, "reduce needs head_dim % 4 == 0");

@@ -33,6 +33,13 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
   const int part = uq_bid_z();
   if (b >= p.batch)
     return;
+  const long long seq_len = uq_seq_len(p, b);
+  const uq_u32 trips = uq_tile_group_trips(part, (uq_u32)seq_len);
+  const uq_i64 row0 = uq_partition_row0(b, kh, part);
+  if (trips == 0u) {
+    uq_write_empty_partition(p, row0, tid); /* uniform per block */
+    return;
+  }
 
   /* The query: rotated and haircut here, or read from the prologue's
    * workspace; either way the same fp32 bits. */
@@ -64,19 +71,6 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
   }
   uq_barrier();
 
-  /* seq_lens live in device memory, so the host cannot check them against
-   * max_blocks_per_seq * block_size: clamping keeps a bad value from
-   * reading past the block table. */
-  const long long window = (long long)UQ_MAX_BLOCKS * UQ_BLOCK_SIZE;
-  long long seq_len = p.seq_lens[b];
-  seq_len = seq_len < 0 ? 0 : (seq_len > window ? window : seq_len);
-  const long long total = (seq_len + 255) / 256;
-  long long trips = 0;
-  if (total > part) {
-    trips = (total - part + UQ_NUM_PARTITIONS - 1) / UQ_NUM_PARTITIONS;
-    trips = trips < UQ_TGPP ? trips : UQ_TGPP;
-  }
-
   float acc[UQ_PV_HPT][UQ_PV_DPT];
 #pragma unroll
   for (int j = 0; j < UQ_PV_HPT; ++j)
@@ -86,7 +80,7 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
 
   const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
   const int ktok = tid / UQ_KGRP;
-  for (long long trip = 0; trip < trips; ++trip) {
+  for (uq_u32 trip = 0; trip < trips; ++trip) {
     const long long tg = part + trip * UQ_NUM_PARTITIONS;
     for (int tile = 0; tile < UQ_TILES_PER_GROUP; ++tile) {
       const long long base = tg * 256 + tile * UQ_TILE;
@@ -99,7 +93,7 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
       if (tid < UQ_TILE * UQ_KGRP && t < seq_len) {
         const int blk = bt_row[t / UQ_BLOCK_SIZE];
         const uq_i64 row = (uq_i64)blk * UQ_BLOCK_SIZE + (t % UQ_BLOCK_SIZE);
-        slot = p.kv_cache + (row * UQ_NUM_KV_HEADS + kh) * (uq_i64)UQ_PADDED_SLOT;
+        slot = p.kv_cache + uq_slot_offset(row, kh);
       }
       uq_layer_load_tile(&sm, q_s, slot, tid);
       uq_barrier();
@@ -147,9 +141,7 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
     }
   }
 
-  /* Partition output: bf16(acc / l); an empty partition writes max -inf,
-   * sum 0 and zeros. */
-  const uq_i64 row0 = (((uq_i64)b * UQ_NUM_KV_HEADS + kh) * UQ_NUM_PARTITIONS + part) * UQ_QG;
+  /* Partition output: bf16(acc / l). */
   uq_u16 *out = (uq_u16 *)p.segm_out;
   const int dl = tid % UQ_PV_TPR;
   const int hs = tid / UQ_PV_TPR;

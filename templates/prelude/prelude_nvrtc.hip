@@ -47,7 +47,7 @@ UQ_DEV float uq_lane_xor_f32(float v, int mask) {
   return __shfl_xor_sync(0xffffffffu, v, mask);
 }
 
-/* Programmatic dependent launch (sm_90 and newer; codegen/target.c
+/* Programmatic dependent launch (sm_90 and newer; lib/codegen/target.c
  * uq__target_dependent_launch says when the launcher uses it). A decode
  * block lets the reduce be scheduled as soon as it starts (the reduce
  * then sits resident until the decode is done); the reduce waits for the

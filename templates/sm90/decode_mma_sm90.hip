@@ -91,13 +91,6 @@ UQ_DEV void uq_mma_ldm_x4_trans(uq_u32 (&r)[4], const void *p) {
                : "r"(uq_sm90_saddr(p)));
 }
 
-/* bf16 pair times bf16 pair, rounded to nearest (exact here). */
-UQ_DEV uq_u32 uq_mma_bf16x2_mul(uq_u32 a, uq_u32 b) {
-  uq_u32 d;
-  asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
 UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_NAME(uq_decode_params p) {
   UQ_SHARED uq_mma_smem sm;
 
@@ -113,12 +106,12 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
   if (b >= p.batch)
     return;
 
-  const uq_u32 seq_len = uq_sm90_seq_len(p, b);
+  const uq_u32 seq_len = uq_seq_len(p, b);
   const int nch = uq_sm90_chunks<UQ_MMA_CHUNK>(part, seq_len);
-  const uq_i64 row0 = (((uq_i64)b * UQ_NUM_KV_HEADS + kh) * UQ_NUM_PARTITIONS + part) * UQ_QG;
+  const uq_i64 row0 = uq_partition_row0(b, kh, part);
   uq_u16 *out = (uq_u16 *)p.segm_out;
   if (nch == 0) {
-    uq_sm90_write_empty(p, row0, tid); /* uniform per block */
+    uq_write_empty_partition(p, row0, tid); /* uniform per block */
     return;
   }
 
@@ -286,16 +279,16 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_MMA_MIN_BLOCKS) void UQ_KERNEL_
         uq_mma_fp4x8_bf16s((i & 1) ? w2[i >> 1].y : w2[i >> 1].x, r);
         const uq_u32 lo = slo[i >> 2];
         uint4 o;
-        o.x = uq_mma_bf16x2_mul(r[0], lo);
-        o.y = uq_mma_bf16x2_mul(r[1], lo);
-        o.z = uq_mma_bf16x2_mul(r[2], lo);
-        o.w = uq_mma_bf16x2_mul(r[3], lo);
+        o.x = uq_sm90_bf16x2_mul(r[0], lo);
+        o.y = uq_sm90_bf16x2_mul(r[1], lo);
+        o.z = uq_sm90_bf16x2_mul(r[2], lo);
+        o.w = uq_sm90_bf16x2_mul(r[3], lo);
         if (big) {
           const uq_u32 hi = shi[i >> 2];
-          o.x = uq_mma_bf16x2_mul(o.x, hi);
-          o.y = uq_mma_bf16x2_mul(o.y, hi);
-          o.z = uq_mma_bf16x2_mul(o.z, hi);
-          o.w = uq_mma_bf16x2_mul(o.w, hi);
+          o.x = uq_sm90_bf16x2_mul(o.x, hi);
+          o.y = uq_sm90_bf16x2_mul(o.y, hi);
+          o.z = uq_sm90_bf16x2_mul(o.z, hi);
+          o.w = uq_sm90_bf16x2_mul(o.w, hi);
         }
         *(uint4 *)(vrow + 8 * i) = o;
       }

@@ -130,12 +130,6 @@ UQ_DEV void uq_wg_pv(float (&d)[8], uq_u32 a0, uq_u32 a1, uq_u32 a2, uq_u32 a3, 
                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc), "n"(1));
 }
 
-UQ_DEV uq_u32 uq_wg_bf16x2_mul(uq_u32 a, uq_u32 b) {
-  uq_u32 d;
-  asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
 /* Two fp32 values as E4M3 bytes (hi in bits 8-15, lo in 0-7), rounded to
  * nearest even and saturated to +-448: exactly the haircut of
  * numerics.hip (uq_haircut_e4m3), whose values are E4M3 numbers. */
@@ -177,11 +171,11 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   if (b >= p.batch)
     return;
 
-  const uq_u32 seq_len = uq_sm90_seq_len(p, b);
+  const uq_u32 seq_len = uq_seq_len(p, b);
   const int nch = uq_wg_chunks(part, seq_len, UQ_NUM_PARTITIONS, UQ_TGPP);
-  const uq_i64 row0 = (((uq_i64)b * UQ_NUM_KV_HEADS + kh) * UQ_NUM_PARTITIONS + part) * UQ_QG;
+  const uq_i64 row0 = uq_partition_row0(b, kh, part);
   if (nch == 0) {
-    uq_sm90_write_empty(p, row0, tid); /* uniform per block */
+    uq_write_empty_partition(p, row0, tid); /* uniform per block */
     return;
   }
 
@@ -648,8 +642,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         const uq_u32 lo_b = *(const uq_u32 *)(sm.vfac + uq_wg_vfac_offset(vgroup, 16 * ks + 2 * tig + 8));
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          va[set][j] = uq_wg_bf16x2_mul(va[set][j], lo_a);
-          vb[set][j] = uq_wg_bf16x2_mul(vb[set][j], lo_b);
+          va[set][j] = uq_sm90_bf16x2_mul(va[set][j], lo_a);
+          vb[set][j] = uq_sm90_bf16x2_mul(vb[set][j], lo_b);
         }
         /* The second factor where the chunk has a scale byte over 128; a
          * multiply by 1 changes nothing elsewhere. */
@@ -658,8 +652,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
           const uq_u32 hi_b = uq_wg_vscale_hi2(rc[vsoff - voff], rd[vsoff - voff]);
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
-            va[set][j] = uq_wg_bf16x2_mul(va[set][j], hi_a);
-            vb[set][j] = uq_wg_bf16x2_mul(vb[set][j], hi_b);
+            va[set][j] = uq_sm90_bf16x2_mul(va[set][j], hi_a);
+            vb[set][j] = uq_sm90_bf16x2_mul(vb[set][j], hi_b);
           }
         }
       };

@@ -28,7 +28,8 @@
  * exact. 0 selects byte-permute lookups with the same register layout
  * and only normal values (K unscaled, V unscaled with the plain group
  * scale): slower, kept as the fallback should a device flush subnormal
- * operands (tools/gpu-bench.sh switches to it if the gpu suite fails). */
+ * operands (define it as 0 in front of this file; tests/unit_mma_maps_lookup.c
+ * checks that version on the host). */
 #ifndef UQ_MMA_SUBNORMAL_OPERANDS
 #define UQ_MMA_SUBNORMAL_OPERANDS 1
 #endif

@@ -1,7 +1,8 @@
 /* What the two NVIDIA sm_90 decode layers (decode_mma_sm90.hip,
  * decode_wgmma_sm90.hip) share: a partition's chunk schedule, the empty
  * partition, and the asynchronous copy of a chunk's raw slots into shared
- * memory. The layers differ in chunk size (CHUNK tokens, a power of two
+ * memory (the pieces every layer needs are in layer_common.hip). The
+ * layers differ in chunk size (CHUNK tokens, a power of two
  * dividing 256) and in when they start and wait for a copy.
  *
  * The copy is flat: a chunk of CHUNK slots of 272 bytes lands contiguously
@@ -45,15 +46,6 @@ template <int N> UQ_DEV void uq_sm90_cp_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/* The sequence length the kernel walks: seq_lens[b] clamped to [0, the
- * block table's window]. Token indices then fit 32 bits: the host refuses
- * windows past INT32_MAX. */
-UQ_DEV uq_u32 uq_sm90_seq_len(const uq_decode_params &p, int b) {
-  const long long window = (long long)UQ_MAX_BLOCKS * UQ_BLOCK_SIZE;
-  long long len = p.seq_lens[b];
-  return (uq_u32)(len < 0 ? 0 : (len > window ? window : len));
-}
-
 /* First token of chunk k of partition `part` (FORMAT.md section 6: tile
  * groups part, part + P, ..., each 256 / CHUNK chunks). */
 template <int CHUNK> UQ_DEV uq_u32 uq_sm90_chunk_base(int part, int k) {
@@ -66,25 +58,20 @@ template <int CHUNK> UQ_DEV uq_u32 uq_sm90_chunk_base(int part, int k) {
  * chunks up to seq_len (0 for a partition with no tokens). */
 template <int CHUNK> UQ_DEV int uq_sm90_chunks(int part, uq_u32 seq_len) {
   constexpr uq_u32 per_tg = 256 / CHUNK;
-  const uq_u32 total = (seq_len + 255u) / 256u;
-  if (total <= (uq_u32)part)
+  const uq_u32 trips = uq_tile_group_trips(part, seq_len);
+  if (trips == 0u)
     return 0;
-  uq_u32 trips = (total - part + UQ_NUM_PARTITIONS - 1) / UQ_NUM_PARTITIONS;
-  trips = trips < (uq_u32)UQ_TGPP ? trips : (uq_u32)UQ_TGPP;
   const uq_u32 last_tg = part + (trips - 1) * UQ_NUM_PARTITIONS;
   const uq_u32 last = (seq_len - last_tg * 256u + CHUNK - 1) / CHUNK;
   return (int)((trips - 1) * per_tg + (last < per_tg ? last : per_tg));
 }
 
-/* An empty partition's output: max -inf, sum 0, zeros. */
-UQ_DEV void uq_sm90_write_empty(const uq_decode_params &p, uq_i64 row0, int tid) {
-  uq_u32 *o = (uq_u32 *)((uq_u16 *)p.segm_out + row0 * UQ_HEAD_DIM);
-  for (int k = tid; k < UQ_QG * UQ_HEAD_DIM / 2; k += UQ_BLOCK_THREADS)
-    o[k] = 0u;
-  if (tid < UQ_QG) {
-    p.segm_max[row0 + tid] = uq_neg_inf();
-    p.segm_sum[row0 + tid] = 0.0f;
-  }
+/* bf16 pair times bf16 pair, rounded to nearest (exact where the layers
+ * use it: a power of two times an FP4 value). */
+UQ_DEV uq_u32 uq_sm90_bf16x2_mul(uq_u32 a, uq_u32 b) {
+  uq_u32 d;
+  asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+  return d;
 }
 
 /* The physical blocks under a chunk: a chunk is aligned to its size, so
@@ -126,7 +113,7 @@ UQ_DEV void uq_sm90_copy_chunk(uq_u8 *dst, const uq_u8 *kv, int kh, uq_u32 seq_l
   const uq_u32 left = seq_len > first ? seq_len - first : 0u;
   const int valid = (int)(left < (uq_u32)run::SPAN ? left : (uq_u32)run::SPAN) * UQ_SM90_SLOT_PIECES - r;
   const uq_i64 row = (uq_i64)blk * UQ_BLOCK_SIZE + (first % UQ_BLOCK_SIZE);
-  const uq_u8 *src = kv + (row * UQ_NUM_KV_HEADS + kh) * (uq_i64)UQ_PADDED_SLOT;
+  const uq_u8 *src = kv + uq_slot_offset(row, kh);
   uq_u8 *d = dst + (q * run::SPAN * UQ_SM90_SLOT + UQ_SM90_PIECE * r);
   if (UQ_SM90_ROW_STRIDE == UQ_SM90_SLOT) {
     /* One kv head, no padding: the run is one range, piece i at byte
@@ -223,7 +210,7 @@ UQ_DEV void uq_sm90_bulk_run(uq_u8 *dst, const uq_u8 *kv, int kh, uq_u32 seq_len
   const uq_u32 left = live > (uq_u32)(tid * run::SPAN) ? live - (uq_u32)(tid * run::SPAN) : 0u;
   const uq_u32 bytes = (left < (uq_u32)run::SPAN ? left : (uq_u32)run::SPAN) * UQ_SM90_SLOT;
   const uq_i64 row = (uq_i64)blk * UQ_BLOCK_SIZE + (first % UQ_BLOCK_SIZE);
-  const uq_u8 *src = kv + (row * UQ_NUM_KV_HEADS + kh) * (uq_i64)UQ_PADDED_SLOT;
+  const uq_u8 *src = kv + uq_slot_offset(row, kh);
   const uq_u32 b = uq_sm90_saddr(bar);
   /* The block barrier ordered the generic-proxy reads of the old
    * contents; this orders them before the async proxy's writes. */
