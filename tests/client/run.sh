@@ -49,7 +49,9 @@ if [ ! -f "$pcdir/uqjit.pc" ]; then
 fi
 # The .pc names the real prefix; the sysroot maps its -I and -L paths into
 # the staging directory.
-export PKG_CONFIG_PATH="$pcdir"
+# Keep the caller's search path: the .pc's private requirements (libxxhash)
+# must still resolve.
+export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export PKG_CONFIG_SYSROOT_DIR="$stage/root"
 flags=$(pkg-config --cflags --libs uqjit)
 echo "pkg-config: $flags"
