@@ -270,7 +270,7 @@ static void every_kernel_compiles_for_every_target(void **state) {
     pthread_join(th[i], NULL);
 
   int failed = 0;
-  /* Compile time per (target, kind): the report the lead asked for. */
+  /* Compile time per (target, kind), for the cold-start cost of each. */
   for (size_t i = 0; i < njobs; i++) {
     job *j = &jobs[i];
     char name[256];

@@ -1,4 +1,4 @@
-/* Source emission (codegen/emit.c): determinism, the constants block, the
+/* Source emission (lib/codegen/emit.c): determinism, the constants block, the
  * symbol, route checks and the embedded templates. Expected values are
  * derived here from the keys, never from the emitter. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* The sm_90 matrix layer's pure helpers (templates/mma_sm90_maps.hip,
+/* The sm_90 matrix layer's pure helpers (templates/sm90/mma_sm90_maps.hip,
  * compiled here as host C): FP4 -> f16 / bf16 conversions against
  * FORMAT.md's value table, the scale encodings, and the lane maps (query
  * and V permutations included) against

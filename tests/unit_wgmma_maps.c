@@ -1,12 +1,12 @@
 /* The warpgroup (wgmma, sm_90a) layer's pure helpers
- * (templates/wgmma_sm90_maps.hip, after templates/mma_sm90_maps.hip),
+ * (templates/sm90/wgmma_sm90_maps.hip, after templates/sm90/mma_sm90_maps.hip),
  * compiled here as host C and checked against models written from the
  * PTX ISA and FORMAT.md, never from the helpers: an E4M3 / bf16 decoder,
  * FORMAT.md's E2M1 table and slot layout, and a model of
  * wgmma.mma_async m64n16k32 .e4m3 and m64n16k16 .bf16 with A from
  * registers and B from shared memory through a K-major, unswizzled
  * matrix descriptor. The QK and PV data flows of
- * templates/decode_wgmma_sm90.hip (query setup loop, K convert, P write,
+ * templates/sm90/decode_wgmma_sm90.hip (query setup loop, K convert, P write,
  * V convert, fragment reads) are replayed on top of that model. */
 #include <setjmp.h>
 #include <stdarg.h>
