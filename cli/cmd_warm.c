@@ -15,7 +15,9 @@
 #include "uqjit.h"
 
 #define CMD "warm"
-#define MAX_BATCHES 80 /* vLLM's 67 default capture sizes fit */
+#define MAX_BATCHES 80
+_Static_assert(MAX_BATCHES >= CLI_VLLM_SIZES_MAX,
+               "vLLM's default capture sizes must fit --batch-sizes");
 #define MAX_TARGETS 16
 #define NAME_LEN 512
 
@@ -212,25 +214,6 @@ static int warm_split_targets(warm_options *o) {
   return CLI_NEXT;
 }
 
-/* vLLM's default CUDA-graph capture sizes, [1, 2, 4] + list(range(8, 513,
- * 8)), cut to those <= max_num_seqs, as vLLM cuts them: decodes of a
- * batch between two sizes are padded up to the next captured one. Then
- * max_num_seqs itself when it lies above the last size kept and is at
- * most 512: vLLM runs such batches (up to max_num_seqs, the largest the
- * scheduler forms) without a graph, at their own size; the sizes between
- * are left to --batch-sizes. */
-static void vllm_capture_sizes(warm_options *o) {
-  static const int64_t head[] = {1, 2, 4};
-  o->nbatches = 0;
-  for (size_t k = 0; k < 3 && head[k] <= o->max_num_seqs; k++)
-    o->batches[o->nbatches++] = head[k];
-  for (int64_t b = 8; b <= 512 && b <= o->max_num_seqs; b += 8)
-    o->batches[o->nbatches++] = b;
-  int64_t last = o->nbatches ? o->batches[o->nbatches - 1] : 0;
-  if (o->max_num_seqs > last && o->max_num_seqs <= 512)
-    o->batches[o->nbatches++] = o->max_num_seqs;
-}
-
 /* The shape flags --hf-config replaces, found in the parsed shape (each
  * is >= 1 when given, 0 when not). */
 static int hf_reject_shape_flags(const uq_shape *s) {
@@ -277,7 +260,7 @@ static int warm_parse_hf(warm_options *o) {
   if (s->scale == 0.0f) /* --scale wins over the config */
     s->scale = o->model.scale;
   if (!o->have_sizes)
-    vllm_capture_sizes(o);
+    o->nbatches = cli_vllm_capture_sizes(o->max_num_seqs, o->batches);
   return warm_split_targets(o);
 }
 

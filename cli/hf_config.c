@@ -271,3 +271,16 @@ int cli_hf_derive(const char *cmd, cli_hf_model *m, int32_t tp) {
   m->scale = (float)(1.0 / sqrt(denom));
   return CLI_EXIT_OK;
 }
+
+size_t cli_vllm_capture_sizes(int32_t max_num_seqs, int64_t *out) {
+  static const int64_t head[] = {1, 2, 4};
+  size_t n = 0;
+  for (size_t k = 0; k < 3 && head[k] <= max_num_seqs; k++)
+    out[n++] = head[k];
+  for (int64_t b = 8; b <= 512 && b <= max_num_seqs; b += 8)
+    out[n++] = b;
+  int64_t last = n ? out[n - 1] : 0;
+  if (max_num_seqs > last && max_num_seqs <= 512)
+    out[n++] = max_num_seqs;
+  return n;
+}

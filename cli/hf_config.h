@@ -4,6 +4,7 @@
 #ifndef CLI_HF_CONFIG_H
 #define CLI_HF_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "uqjit.h"
@@ -45,5 +46,16 @@ int cli_hf_read(const char *cmd, const char *path, int dtype_override,
  * 16). CLI_EXIT_OK, or CLI_EXIT_USAGE with a message on stderr naming the
  * config field and why. */
 int cli_hf_derive(const char *cmd, cli_hf_model *m, int32_t tp);
+
+/* vLLM's default CUDA-graph capture sizes, [1, 2, 4] + list(range(8, 513,
+ * 8)), cut to those <= max_num_seqs as vLLM cuts them (a decode batch
+ * between two sizes is padded up to the next captured one), then
+ * max_num_seqs itself when it lies above the last size kept and is at
+ * most 512: vLLM runs such batches without a graph at their own size, and
+ * max_num_seqs is the largest the scheduler forms (the sizes between are
+ * left to --batch-sizes). Writes at most CLI_VLLM_SIZES_MAX into out;
+ * returns the count. */
+#define CLI_VLLM_SIZES_MAX 68
+size_t cli_vllm_capture_sizes(int32_t max_num_seqs, int64_t *out);
 
 #endif

@@ -5,6 +5,7 @@
  * warm sm_90a, every manifest key compiled, then all hits from a new
  * process). argv[3] is "cjson" when the command was built with cJSON;
  * without it --hf-config must say so and the tests skip (exit 77). */
+#include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
 #include <setjmp.h>
@@ -16,6 +17,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/cli_run.h"
 #include "uqjit.h"
@@ -24,6 +28,7 @@
 #define MAX_NAMES 1024
 
 static char config_dir[4096];
+static const char *uqjit;
 
 static const char *cfg(const char *name) {
   static char paths[8][4200];
@@ -407,12 +412,60 @@ static void warm_compiles_every_manifest_key_then_all_hit(void **s) {
   nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+
+/* On a terminal stderr the warm draws the bar: run with stderr on a
+ * pseudo-terminal and read what it drew. */
+static void warm_draws_progress_bar_on_a_terminal(void **s) {
+  (void)s;
+  char dir[] = "/tmp/uq_hf_tty_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  int master, slave;
+  assert_int_equal(openpty(&master, &slave, NULL, NULL, NULL), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(slave, 2);
+    close(master);
+    execl(uqjit, uqjit, "warm", "--hf-config", cfg("llama-like-gqa8.json"),
+          "--block-size", "16", "--max-model-len", "4096", "--max-num-seqs",
+          "1", "--target", "sm_90a", "--cache-dir", dir, "--jobs", "1",
+          (char *)NULL);
+    _exit(127);
+  }
+  close(slave);
+  char out[16384];
+  size_t n = 0;
+  for (;;) { /* EIO once the child closed the terminal */
+    ssize_t got = read(master, out + n, sizeof out - 1 - n);
+    if (got <= 0)
+      break;
+    n += (size_t)got;
+  }
+  out[n] = '\0';
+  close(master);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (strstr(out, "NVRTC") || strstr(out, "nvrtc"))
+      skip();
+    fail_msg("warm on a terminal: status %d: %s", status, out);
+  }
+  /* One key of three done, then all three. */
+  assert_non_null(strstr(out, "[######..............] 1/3 "));
+  assert_non_null(strstr(out, "[####################] 3/3 "));
+  assert_non_null(strstr(out, "\r\033[K"));
+}
+
 int main(int argc, char **argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: %s PATH-TO-UQJIT unit|compile cjson|no-cjson\n",
             argv[0]);
     return 1;
   }
+  uqjit = argv[1];
   cli_run_init(argv[1], 120000);
   const char *data = getenv("UQ_TESTDATA");
   snprintf(config_dir, sizeof config_dir, "%s/hf", data ? data : "tests/data");
@@ -436,6 +489,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[2], "compile") == 0) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(warm_compiles_every_manifest_key_then_all_hit),
+        cmocka_unit_test(warm_draws_progress_bar_on_a_terminal),
     };
     return cmocka_run_group_tests_name("cli_warm_hf_compile", tests, NULL,
                                        NULL);
