@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   gcc pkg-config meson ninja-build    # build
   libxxhash-dev libcmocka-dev         # digests, tests
+  libcjson-dev                        # uqjit warm --hf-config
   clang-22 lld-22 llvm-22             # offline AMD code objects, objdump
   libamdhip64-dev libamd-comgr-dev libhiprtc-builtins5  # hipRTC (ROCm 5.2), comgr
   valgrind                            # leak checks of the CPU paths

@@ -461,6 +461,83 @@ static void warm_fills_cache_hits_and_recompiles_corrupt_entry(void **s) {
   free(dir);
 }
 
+/* ------------------------------------------------------------------ */
+/* warm --dry-run and --manifest in the shape-flag form; sm_90 brings
+ * sm_90a (what H100/H200 report) unless --exact-target. No compiler. */
+
+static void warm_sm90_also_lists_sm90a_unless_exact_target(void **s) {
+  (void)s;
+  result r = RUN("warm", SHAPE_SMALL, "--target", "sm_90", "--dry-run");
+  expect_ok(&r, "warm sm_90 --dry-run");
+  assert_int_equal(count_occurrences(r.out, "\n"), 6);
+  assert_int_equal(count_occurrences(r.out, "_sm_90_"), 3);
+  assert_int_equal(count_occurrences(r.out, "_sm_90a_"), 3);
+  assert_int_equal(count_occurrences(r.err, "also warming sm_90a"), 1);
+  result_free(&r);
+  r = RUN("warm", SHAPE_SMALL, "--target", "sm_90", "--dry-run", "--json");
+  expect_ok(&r, "warm sm_90 --dry-run --json");
+  assert_json(r.out);
+  assert_int_equal(json_int(r.out, "keys"), 6);
+  assert_true(!strncmp(json_field(r.out, "targets"),
+                       "[\"sm_90\", \"sm_90a\"]", 19));
+  assert_true(!strncmp(json_field(r.out, "added_targets"), "[\"sm_90a\"]",
+                       10));
+  result_free(&r);
+  r = RUN("warm", SHAPE_SMALL, "--target", "sm_90", "--exact-target",
+          "--dry-run");
+  expect_ok(&r, "warm sm_90 --exact-target");
+  assert_int_equal(count_occurrences(r.out, "\n"), 3);
+  assert_int_equal(count_occurrences(r.out, "_sm_90a_"), 0);
+  assert_string_equal(r.err, "");
+  result_free(&r);
+  /* Named already: nothing added, nothing said. */
+  r = RUN("warm", SHAPE_SMALL, "--target", "sm_90,sm_90a", "--dry-run");
+  expect_ok(&r, "warm sm_90,sm_90a");
+  assert_int_equal(count_occurrences(r.out, "\n"), 6);
+  assert_string_equal(r.err, "");
+  result_free(&r);
+}
+
+static void warm_manifest_in_shape_form_is_sorted_with_header(void **s) {
+  (void)s;
+  char *dir = make_tmpdir();
+  char path[512];
+  snprintf(path, sizeof path, "%s/m.txt", dir);
+  result r = RUN("warm", SHAPE_SMALL, "--batch-sizes", "16,1,16", "--target",
+                 "gfx950", "--dry-run", "--manifest", path);
+  expect_ok(&r, "warm --manifest");
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char text[8192];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  assert_true(!strncmp(text, "# uqjit manifest: shape hq ", 27));
+  /* The manifest is the dry run's list under the comment line. */
+  const char *body = strchr(text, '\n');
+  assert_non_null(body);
+  assert_string_equal(body + 1, r.out);
+  char prev[512] = "";
+  for (const char *p = body + 1; *p;) {
+    const char *e = strchr(p, '\n');
+    assert_non_null(e);
+    char cur[512];
+    snprintf(cur, sizeof cur, "%.*s", (int)(e - p), p);
+    if (strcmp(prev, cur) >= 0)
+      fail_msg("manifest not sorted and unique: %s then %s", prev, cur);
+    snprintf(prev, sizeof prev, "%s", cur);
+    p = e + 1;
+  }
+  result_free(&r);
+  r = RUN("warm", SHAPE_SMALL, "--dry-run", "--manifest",
+          "/nonexistent-dir/m.txt");
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.err, "/nonexistent-dir/m.txt"));
+  result_free(&r);
+  rmtree(dir);
+  free(dir);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: %s PATH-TO-UQJIT unit|compile\n", argv[0]);
@@ -492,6 +569,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(bench_without_gpu_exits_one),
       cmocka_unit_test(help_lists_commands_and_each_has_usage),
       cmocka_unit_test(misuse_exits_two),
+      cmocka_unit_test(warm_sm90_also_lists_sm90a_unless_exact_target),
+      cmocka_unit_test(warm_manifest_in_shape_form_is_sorted_with_header),
   };
   return cmocka_run_group_tests_name("cli_tools_unit", tests, NULL, NULL);
 }

@@ -1,0 +1,24 @@
+/* Kernel key names as a sorted, deduplicated list, and the manifest file
+ * of a deployment: one uq_key_name per line, lines starting with '#' are
+ * comments. Uses only uqjit.h. */
+#ifndef CLI_MANIFEST_H
+#define CLI_MANIFEST_H
+
+#include <stddef.h>
+
+#include "uqjit.h"
+
+/* The names of keys[0..n) sorted by strcmp, duplicates dropped, into
+ * *names (*count of them; free with cli_names_free). UQ_ENOMEM or a
+ * uq_key_name failure's status. */
+int cli_key_names(const uq_key *keys, size_t n, char ***names,
+                  size_t *count);
+void cli_names_free(char **names, size_t count);
+
+/* Writes `header` (one line, written after "# ") and the names, one a
+ * line, to `path`: through a temporary file renamed over it, so a reader
+ * never sees half a manifest. 0, or -1 with a message on stderr. */
+int cli_manifest_write(const char *cmd, const char *path, const char *header,
+                       char *const *names, size_t count);
+
+#endif
