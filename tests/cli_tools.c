@@ -216,6 +216,15 @@ static void cache_admin_on_empty_directory(void **s) {
   assert_int_equal(json_int(r.out, "removed"), 0);
   assert_int_equal(json_int(r.out, "bytes_left"), 0);
   result_free(&r);
+  /* A format v1 directory is ignored, with a note saying so. */
+  char v1[1024];
+  snprintf(v1, sizeof v1, "%s/v1", dir);
+  assert_int_equal(mkdir(v1, 0700), 0);
+  r = RUN("cache", "ls", "--cache-dir", dir);
+  expect_ok(&r, "ls with a v1 directory");
+  assert_string_equal(r.out, "");
+  assert_non_null(strstr(r.err, "cache format v1"));
+  result_free(&r);
   rmtree(dir);
   free(dir);
 
