@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
   cu_key(1, &k);
   uint8_t *p = cu_payload(1, bytes);
   double t0 = now_us();
-  if (uq__cache_put(c, "gfx950:sramecc+:xnack-", &k, p, bytes) != 0)
+  if (uq__cache_put(c, "gfx950:sramecc+:xnack-", &k, NULL, p, bytes) != 0)
     return 1;
   double put_us = now_us() - t0;
   double *t = malloc(sizeof *t * (size_t)iters);

@@ -1,8 +1,10 @@
 /* uqjit cache: list, verify, prune and summarise a code-object cache. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli/cli.h"
@@ -14,19 +16,33 @@
 
 static void cache_usage(FILE *out) {
   fprintf(out,
-          "usage: uqjit cache ls     [--cache-dir D] [--json]\n"
-          "       uqjit cache verify [--cache-dir D] [--json]\n"
+          "usage: uqjit cache ls     [--cache-dir D] [--target T] [--key S] "
+          "[--json]\n"
+          "       uqjit cache verify [--cache-dir D] [--manifest FILE] "
+          "[--json]\n"
           "       uqjit cache prune  --max-size BYTES [--cache-dir D] "
           "[--json]\n"
           "       uqjit cache stats  [--cache-dir D] [--json]\n\n"
           "Maintains a code-object cache directory (default: "
           "UQJIT_CACHE_DIR,\n"
           "XDG_CACHE_HOME/uqjit, ~/.cache/uqjit).\n\n"
-          "  ls       one line per entry: target, size, mtime, valid, path\n"
+          "  ls       one line per entry: target, size, mtime, valid, kernel "
+          "name,\n"
+          "           compiler, path; --target T keeps target T, --key S "
+          "kernel\n"
+          "           names containing S\n"
           "  verify   checks every entry's header and digests; exit status 1 "
           "when\n"
           "           any entry is bad (bad entries are kept: prune removes "
-          "them)\n"
+          "them).\n"
+          "           With --manifest FILE (kernel names, one a line; blank "
+          "lines\n"
+          "           and '#' comments ignored): exit status 0 only when "
+          "every\n"
+          "           listed kernel has a valid entry in the directory or a\n"
+          "           UQJIT_CACHE_PATH layer, 1 naming the missing ones, 2 "
+          "for a\n"
+          "           malformed name\n"
           "  prune    removes bad entries and stale temporary files, then "
           "the least\n"
           "           recently written entries until the total is <= "
@@ -34,10 +50,26 @@ static void cache_usage(FILE *out) {
           "           (BYTES, or with a K, M or G suffix; 0 empties the "
           "cache)\n"
           "  stats    entries, total bytes, and both per target\n\n"
+          "Entries of the cache format v1 (older uqjit) are ignored; `rm -r "
+          "DIR/v1`\n"
+          "removes them.\n\n"
           "options:\n"
           "  --cache-dir D              the cache directory\n"
           "  --json                     JSON on stdout\n"
           "  -h, --help                 this help\n");
+}
+
+/* Entries of the format v1 are never read: says so when a directory still
+ * holds them. */
+static void note_v1(const char *dir) {
+  char path[4096];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/v1", dir);
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    fprintf(stderr,
+            "uqjit cache: note: %s holds entries of cache format v1, which "
+            "this version ignores (`rm -r %s` removes them)\n",
+            dir, path);
 }
 
 /* ---- ls ---- */
@@ -45,29 +77,46 @@ static void cache_usage(FILE *out) {
 typedef struct ls_state {
   int json;
   uint64_t n;
+  const char *target; /* --target, or NULL */
+  const char *key;    /* --key, or NULL */
 } ls_state;
+
+static void ls_print_json(const ls_state *st, const uq_cache_entry *e) {
+  printf("%s\n  {\"target\": ", st->n ? "," : "");
+  cli_json_string(stdout, e->target);
+  printf(", \"size\": %" PRIu64 ", \"mtime\": %" PRId64
+         ", \"created\": %" PRId64 ", \"valid\": %s, \"status\": \"%s\""
+         ", \"key_name\": ",
+         e->size, e->mtime, e->created, e->valid ? "true" : "false",
+         e->valid ? "ok" : "bad");
+  cli_json_string(stdout, e->key_name);
+  printf(", \"compiler\": ");
+  cli_json_string(stdout, e->compiler);
+  printf(", \"route\": ");
+  cli_json_string(stdout, e->route);
+  printf(", \"path\": ");
+  cli_json_string(stdout, e->path);
+  printf("}");
+}
 
 static int ls_visit(void *user, const uq_cache_entry *e) {
   ls_state *st = user;
+  if ((st->target != NULL && strcmp(e->target, st->target) != 0) ||
+      (st->key != NULL && strstr(e->key_name, st->key) == NULL))
+    return 0;
   char when[32];
   time_t t = (time_t)e->mtime;
   struct tm tm;
   if (gmtime_r(&t, &tm) == NULL ||
       strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
     snprintf(when, sizeof when, "%" PRId64, e->mtime);
-  if (st->json) {
-    printf("%s\n  {\"target\": ", st->n ? "," : "");
-    cli_json_string(stdout, e->target);
-    printf(", \"size\": %" PRIu64 ", \"mtime\": %" PRId64
-           ", \"valid\": %s, \"path\": ",
-           e->size, e->mtime, e->valid ? "true" : "false");
-    cli_json_string(stdout, e->path);
-    printf("}");
-  } else {
-    printf("%-22s %10" PRIu64 "  %s  %-5s  %s\n",
+  if (st->json)
+    ls_print_json(st, e);
+  else
+    printf("%-22s %10" PRIu64 "  %s  %-5s  %s  [%s]  %s\n",
            e->target[0] ? e->target : "?", e->size, when,
-           e->valid ? "ok" : "BAD", e->path);
-  }
+           e->valid ? "ok" : "BAD", e->key_name[0] ? e->key_name : "?",
+           e->compiler[0] ? e->compiler : "?", e->path);
   st->n++;
   return 0;
 }
@@ -132,26 +181,32 @@ typedef struct cache_subcommand {
    * Returns the exit status. */
   int (*run)(const cache_options *o, const char *dir);
   int takes_max_size; /* --max-size is accepted (and required) */
+  int takes_filters;  /* --target and --key are accepted */
+  int takes_manifest; /* --manifest is accepted */
 } cache_subcommand;
 
 static const cache_subcommand subcommands[] = {
-    {"ls", cache_ls, 0},
-    {"verify", cache_verify, 0},
-    {"prune", cache_prune, 1},
-    {"stats", cache_stats, 0},
+    {"ls", cache_ls, 0, 1, 0},
+    {"verify", cache_verify, 0, 0, 1},
+    {"prune", cache_prune, 1, 0, 0},
+    {"stats", cache_stats, 0, 0, 0},
 };
 #define SUBCOMMAND_COUNT (sizeof subcommands / sizeof subcommands[0])
 
 struct cache_options {
   const cache_subcommand *sub;
   const char *dir; /* --cache-dir, or NULL: the library's default */
+  const char *target;   /* ls --target */
+  const char *key;      /* ls --key */
+  const char *manifest; /* verify --manifest */
   int json;
   int have_max;
   uint64_t max_size;
 };
 
 static int cache_ls(const cache_options *o, const char *dir) {
-  ls_state st = {o->json, 0};
+  ls_state st = {o->json, 0, o->target, o->key};
+  note_v1(dir);
   if (o->json) {
     printf("{");
     print_dir_json(dir);
@@ -165,7 +220,11 @@ static int cache_ls(const cache_options *o, const char *dir) {
   return CLI_EXIT_OK;
 }
 
+static int cache_verify_manifest(const cache_options *o, const char *dir);
+
 static int cache_verify(const cache_options *o, const char *dir) {
+  if (o->manifest != NULL)
+    return cache_verify_manifest(o, dir);
   uint64_t good = 0, bad = 0;
   int rc = uq_cache_verify(dir, &good, &bad);
   if (rc != 0)
@@ -236,6 +295,7 @@ static int cache_stats(const cache_options *o, const char *dir) {
   if (st == NULL)
     return cli_fail(CMD, UQ_ENOMEM, "out of memory");
   int code = CLI_EXIT_OK;
+  note_v1(dir);
   int rc = uq_cache_list(dir, stats_visit, st);
   if (rc != 0)
     code = cli_fail(CMD, rc, "cannot read the cache");
@@ -245,6 +305,80 @@ static int cache_stats(const cache_options *o, const char *dir) {
     stats_print_text(dir, st);
   free(st);
   return code;
+}
+
+/* ---- verify --manifest ---- */
+
+typedef struct manifest_state {
+  uint64_t listed, present;
+  int json;
+} manifest_state;
+
+/* One line of the manifest (trimmed in place): CLI_NEXT when checked,
+ * or the exit status of a malformed name or a failed lookup. */
+static int manifest_line(const cache_options *o, const char *dir,
+                         manifest_state *ms, char *line, long lineno) {
+  size_t n = strlen(line);
+  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' ||
+                   line[n - 1] == ' ' || line[n - 1] == '\t'))
+    line[--n] = '\0';
+  while (*line == ' ' || *line == '\t')
+    line++;
+  if (*line == '\0' || *line == '#')
+    return CLI_NEXT;
+  uq_key key;
+  if (uq_key_parse(line, &key) != 0) {
+    fprintf(stderr, "uqjit cache: %s:%ld: malformed kernel name '%s': %s\n",
+            o->manifest, lineno, line, uq_last_error());
+    return CLI_EXIT_USAGE;
+  }
+  ms->listed++;
+  int rc = uq_cache_find(dir, &key, NULL, NULL);
+  if (rc == 0) {
+    ms->present++;
+    return CLI_NEXT;
+  }
+  if (rc != UQ_ENOENT)
+    return cli_fail(CMD, rc, "cannot look the kernel up");
+  if (ms->json) {
+    printf("%s", ms->listed - ms->present > 1 ? ", " : "");
+    cli_json_string(stdout, line);
+  } else {
+    printf("missing: %s\n", line);
+  }
+  return CLI_NEXT;
+}
+
+static int cache_verify_manifest(const cache_options *o, const char *dir) {
+  FILE *f = fopen(o->manifest, "r");
+  if (f == NULL) {
+    fprintf(stderr, "uqjit cache: cannot read %s: %s\n", o->manifest,
+            strerror(errno));
+    return CLI_EXIT_USAGE;
+  }
+  manifest_state ms = {0, 0, o->json};
+  if (o->json) {
+    printf("{");
+    print_dir_json(dir);
+    printf(", \"manifest\": ");
+    cli_json_string(stdout, o->manifest);
+    printf(", \"missing\": [");
+  }
+  char line[1024];
+  long lineno = 0;
+  int code = CLI_NEXT;
+  while (code == CLI_NEXT && fgets(line, sizeof line, f) != NULL)
+    code = manifest_line(o, dir, &ms, line, ++lineno);
+  fclose(f);
+  if (o->json)
+    printf("], \"kernels\": %" PRIu64 ", \"present\": %" PRIu64 "}\n",
+           ms.listed, ms.present);
+  else if (code == CLI_NEXT)
+    printf("%s: %" PRIu64 " of %" PRIu64 " kernels of %s present\n", dir,
+           ms.present, ms.listed, o->manifest);
+  if (code != CLI_NEXT)
+    return code;
+  return ms.present == ms.listed ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
 }
 
 /* ---- parse ---- */
@@ -258,6 +392,22 @@ static int cache_parse_arg(cache_options *o, int argc, char **argv, int *i) {
     if (r < 0)
       return CLI_EXIT_USAGE;
     o->dir = v;
+    return CLI_NEXT;
+  }
+  const char **text = NULL;
+  if (o->sub->takes_filters &&
+      (r = cli_option(CMD, argc, argv, i, "--target", &v)) != 0)
+    text = &o->target;
+  else if (o->sub->takes_filters &&
+           (r = cli_option(CMD, argc, argv, i, "--key", &v)) != 0)
+    text = &o->key;
+  else if (o->sub->takes_manifest &&
+           (r = cli_option(CMD, argc, argv, i, "--manifest", &v)) != 0)
+    text = &o->manifest;
+  if (text != NULL) {
+    if (r < 0)
+      return CLI_EXIT_USAGE;
+    *text = v;
     return CLI_NEXT;
   }
   if (o->sub->takes_max_size &&

@@ -388,15 +388,33 @@ UQ_EXTERN int uq_code_disassemble(const char *target, const void *obj,
  * (caller frees). */
 UQ_EXTERN int uq_info_report(char **text);
 
-/* Cache maintenance on one directory (NULL = the default writable one). */
+/* Cache maintenance on one directory (NULL = the default writable one).
+ * Entries live in <dir>/v2/<target>/<2 hex>/<30 hex>.<16 hex>.co: the
+ * kernel's digest (format version, target, symbol, generated source), then
+ * the compiler's (identity and options); v1 directories are ignored. */
 typedef struct uq_cache_entry {
-  const char *path;      /* valid during the callback only */
+  const char *path;      /* valid during the callback only, like every string */
   const char *target;
   uint64_t size;
   int64_t mtime;
   int valid;             /* header and payload verified */
+  /* Provenance recorded in the entry ("" / 0 when it did not parse). */
+  const char *key_name;  /* uq_key_name of the kernel */
+  const char *compiler;  /* identity of the compiler that built it */
+  const char *options;   /* its options */
+  const char *route;     /* "nvrtc", "clang" or "hiprtc" */
+  int64_t created;       /* unix seconds */
 } uq_cache_entry;
 typedef int (*uq_cache_visit_fn)(void *user, const uq_cache_entry *entry);
+/* Finds the cached code object of `key` without compiling or loading any
+ * compiler, the way a context with UQJIT_DISABLE_JIT=1 would: in `dir`
+ * (NULL: the default writable directory) then in each UQJIT_CACHE_PATH
+ * layer, taking the first valid entry of the kernel whatever compiler
+ * built it. 0 and one call of `visit` (may be NULL) with that entry;
+ * UQ_ENOENT when no valid entry exists; UQ_EINVAL for an invalid key;
+ * UQ_ENOMEM. Creates, changes and removes nothing. */
+UQ_EXTERN int uq_cache_find(const char *dir, const uq_key *key,
+                            uq_cache_visit_fn visit, void *user);
 /* Calls visit for each entry (stops when it returns non-zero). */
 UQ_EXTERN int uq_cache_list(const char *dir, uq_cache_visit_fn visit,
                             void *user);

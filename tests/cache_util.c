@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
 void cu_fmt(char *out, const char *fmt, ...) {
@@ -81,15 +82,30 @@ void cu_entry_dir(const char *root, const char *target, const uq__digest *key,
     if (*p == ':')
       *p = '.';
   hex_of(key, hex);
-  cu_fmt(out, "%s/v1/%s/%.2s", root, t, hex);
+  cu_fmt(out, "%s/v2/%s/%.2s", root, t, hex);
+}
+
+uint64_t cu_provenance(const char *compiler, const char *options) {
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  XXH3_64bits_update(&st, compiler, strlen(compiler) + 1);
+  XXH3_64bits_update(&st, options, strlen(options));
+  return XXH3_64bits_digest(&st);
+}
+
+void cu_entry_path_of(const char *root, const char *target,
+                      const uq__digest *key, const char *compiler,
+                      const char *options, char out[PATH_MAX]) {
+  char dir[PATH_MAX], hex[33];
+  cu_entry_dir(root, target, key, dir);
+  hex_of(key, hex);
+  cu_fmt(out, "%s/%s.%016llx.co", dir, hex + 2,
+         (unsigned long long)cu_provenance(compiler, options));
 }
 
 void cu_entry_path(const char *root, const char *target, const uq__digest *key,
                    char out[PATH_MAX]) {
-  char dir[PATH_MAX], hex[33];
-  cu_entry_dir(root, target, key, dir);
-  hex_of(key, hex);
-  cu_fmt(out, "%s/%s.co", dir, hex + 2);
+  cu_entry_path_of(root, target, key, "", "", out);
 }
 
 uint8_t *cu_read_file(const char *path, size_t *len) {
@@ -180,23 +196,46 @@ static void le(uint8_t *p, uint64_t v, int n) {
     p[i] = (uint8_t)(v >> (8 * i));
 }
 
-size_t cu_build_entry(const char *target, const uq__digest *key,
-                      const void *payload, size_t len, uint64_t claimed_len,
-                      uint8_t **out) {
-  size_t total = 112 + len;
+size_t cu_build_entry_of(const char *target, const uq__digest *key,
+                         const char *const meta[4], int64_t created,
+                         const void *payload, size_t len,
+                         uint64_t claimed_len, uint8_t **out) {
+  size_t mlen = 0;
+  for (int i = 0; i < 4; i++)
+    mlen += strlen(meta[i]) + 1;
+  size_t hsize = 128 + mlen, total = hsize + len;
   uint8_t *b = calloc(1, total);
   memcpy(b, "UQJITCO", 8);
-  le(b + 8, 1, 4);
-  le(b + 12, 112, 4);
+  le(b + 8, 2, 4);
+  le(b + 12, hsize, 4);
   le(b + 16, claimed_len, 8);
   XXH128_canonical_t c;
   XXH128_canonicalFromHash(&c, XXH3_128bits(payload, len));
   memcpy(b + 24, c.digest, 16);
   memcpy(b + 40, key->bytes, 16);
   memcpy(b + 56, target, strlen(target));
-  le(b + 104, XXH3_64bits(b, 104), 8);
+  le(b + 104, (uint64_t)created, 8);
+  le(b + 112, cu_provenance(meta[1], meta[2]), 8);
+  size_t at = 128;
+  for (int i = 0; i < 4; i++) {
+    memcpy(b + at, meta[i], strlen(meta[i]) + 1);
+    at += strlen(meta[i]) + 1;
+  }
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  XXH3_64bits_update(&st, b, 120);
+  XXH3_64bits_update(&st, b + 128, mlen);
+  le(b + 120, XXH3_64bits_digest(&st), 8);
   if (len > 0)
-    memcpy(b + 112, payload, len);
+    memcpy(b + hsize, payload, len);
   *out = b;
   return total;
+}
+
+size_t cu_build_entry(const char *target, const uq__digest *key,
+                      const void *payload, size_t len, uint64_t claimed_len,
+                      uint8_t **out) {
+  static const char *const none[4] = {"", "", "", ""};
+  return cu_build_entry_of(target, key, none, 1, payload, len, claimed_len,
+                           out);
 }

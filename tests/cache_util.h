@@ -20,7 +20,14 @@ void cu_rm_rf(const char *path);
 void cu_key(int i, uq__digest *out);
 /* Deterministic payload bytes for (seed, n); caller frees with free(). */
 uint8_t *cu_payload(unsigned seed, size_t n);
-/* <root>/v1/<target with ':'->'.'>/<hh>/<30 hex>.co, computed here. */
+/* XXH3-64 of compiler, NUL, options: an entry's provenance. */
+uint64_t cu_provenance(const char *compiler, const char *options);
+/* <root>/v2/<target with ':'->'.'>/<hh>/<30 hex>.<16 hex>.co, computed here,
+ * for an entry of that compiler and options. */
+void cu_entry_path_of(const char *root, const char *target,
+                      const uq__digest *key, const char *compiler,
+                      const char *options, char out[PATH_MAX]);
+/* The same for an entry without provenance (put with meta NULL). */
 void cu_entry_path(const char *root, const char *target, const uq__digest *key,
                    char out[PATH_MAX]);
 /* Directory of that entry. */
@@ -38,7 +45,13 @@ int cu_count_entries(const char *root);
 /* mkdir -p with mode. */
 void cu_mkdirs(const char *path, int mode);
 /* An entry file in the documented layout, built without the library's
- * writer: header fields little-endian, checksums with xxHash directly. */
+ * writer: header fields little-endian, checksums with xxHash directly.
+ * meta: key name, compiler, options, route. */
+size_t cu_build_entry_of(const char *target, const uq__digest *key,
+                         const char *const meta[4], int64_t created,
+                         const void *payload, size_t len,
+                         uint64_t claimed_len, uint8_t **out);
+/* The same with empty metadata, created at 1. */
 size_t cu_build_entry(const char *target, const uq__digest *key,
                       const void *payload, size_t len, uint64_t claimed_len,
                       uint8_t **out);

@@ -216,6 +216,15 @@ static void cache_admin_on_empty_directory(void **s) {
   assert_int_equal(json_int(r.out, "removed"), 0);
   assert_int_equal(json_int(r.out, "bytes_left"), 0);
   result_free(&r);
+  /* A format v1 directory is ignored, with a note saying so. */
+  char v1[1024];
+  snprintf(v1, sizeof v1, "%s/v1", dir);
+  assert_int_equal(mkdir(v1, 0700), 0);
+  r = RUN("cache", "ls", "--cache-dir", dir);
+  expect_ok(&r, "ls with a v1 directory");
+  assert_string_equal(r.out, "");
+  assert_non_null(strstr(r.err, "cache format v1"));
+  result_free(&r);
   rmtree(dir);
   free(dir);
 
@@ -347,6 +356,12 @@ static void misuse_exits_two(void **s) {
                      "--max-size 10Q");
   expect_usage_error(RUN("cache", "prune", "--max-size", "-1"),
                      "--max-size -1");
+  expect_usage_error(RUN("cache", "ls", "--manifest", "m"),
+                     "ls --manifest");
+  expect_usage_error(RUN("cache", "verify", "--manifest",
+                         "/nonexistent/uq_manifest"),
+                     "verify with an unreadable manifest");
+  expect_usage_error(RUN("cache", "verify", "--key", "x"), "verify --key");
   expect_usage_error(RUN("cache", "ls", "--max-size", "1"),
                      "ls --max-size");
   expect_usage_error(RUN("info", "extra"), "info extra");
@@ -461,6 +476,96 @@ static void warm_fills_cache_hits_and_recompiles_corrupt_entry(void **s) {
   free(dir);
 }
 
+/* The name after the first "key_name": in `json` (static buffer). */
+static const char *first_key_name(const char *json) {
+  static char name[256];
+  const char *p = strstr(json, "\"key_name\": \"");
+  assert_non_null(p);
+  p += strlen("\"key_name\": \"");
+  size_t n = strcspn(p, "\"");
+  assert_true(n > 0 && n < sizeof name);
+  memcpy(name, p, n);
+  name[n] = '\0';
+  return name;
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void cache_ls_names_kernels_and_verify_manifest_checks_each(
+    void **s) {
+  (void)s;
+  char *dir = make_tmpdir(), *empty = make_tmpdir();
+  result r = warm(dir);
+  expect_ok(&r, "warm");
+  result_free(&r);
+
+  r = RUN("cache", "ls", "--cache-dir", dir, "--key", "uq_decode_");
+  expect_ok(&r, "ls --key");
+  assert_int_equal(count_occurrences(r.out, "\n"), 2);
+  assert_int_equal(count_occurrences(r.out, " uq_decode_gfx950_"), 2);
+  assert_non_null(strstr(r.out, "clang")); /* the compiler column */
+  result_free(&r);
+  r = RUN("cache", "ls", "--cache-dir", dir, "--target", "sm_90a");
+  expect_ok(&r, "ls --target sm_90a");
+  assert_string_equal(r.out, "");
+  result_free(&r);
+  r = RUN("cache", "ls", "--cache-dir", dir, "--target", "gfx950", "--json",
+          "--key", "uq_store_");
+  expect_ok(&r, "ls --json");
+  assert_json(r.out);
+  assert_int_equal(count_occurrences(r.out, "\"key_name\": \"uq_store_gfx950_"),
+                   1);
+  assert_non_null(strstr(r.out, "\"status\": \"ok\""));
+  assert_non_null(strstr(r.out, "\"created\": "));
+  assert_non_null(strstr(r.out, "\"compiler\": \""));
+  char store[256], manifest[512], text[1024];
+  snprintf(store, sizeof store, "%s", first_key_name(r.out));
+  result_free(&r);
+
+  /* Every listed kernel present: 0, from the directory or a layer. */
+  snprintf(manifest, sizeof manifest, "%s/manifest.txt", empty);
+  snprintf(text, sizeof text, "# image kernels\n\n  %s\n", store);
+  write_text(manifest, text);
+  r = RUN("cache", "verify", "--cache-dir", dir, "--manifest", manifest);
+  expect_ok(&r, "verify --manifest");
+  assert_non_null(strstr(r.out, "1 of 1 kernels"));
+  result_free(&r);
+  setenv("UQJIT_CACHE_PATH", dir, 1);
+  r = RUN("cache", "verify", "--cache-dir", empty, "--manifest", manifest);
+  unsetenv("UQJIT_CACHE_PATH");
+  expect_ok(&r, "verify --manifest through UQJIT_CACHE_PATH");
+  result_free(&r);
+  /* One missing: 1, named. */
+  snprintf(text, sizeof text, "%s\nuq_store_gfx950_bf16_d256_hk7_ps272\n",
+           store);
+  write_text(manifest, text);
+  r = RUN("cache", "verify", "--cache-dir", dir, "--manifest", manifest,
+          "--json");
+  assert_int_equal(r.code, 1);
+  assert_json(r.out);
+  assert_non_null(
+      strstr(r.out, "\"missing\": [\"uq_store_gfx950_bf16_d256_hk7_ps272\"]"));
+  assert_int_equal(json_int(r.out, "present"), 1);
+  result_free(&r);
+  /* A malformed name: 2, with its line. */
+  snprintf(text, sizeof text, "%s\n# fine\nuq_nonsense\n", store);
+  write_text(manifest, text);
+  r = RUN("cache", "verify", "--cache-dir", dir, "--manifest", manifest);
+  assert_int_equal(r.code, 2);
+  assert_non_null(strstr(r.err, "manifest.txt:3:"));
+  result_free(&r);
+  rmtree(dir);
+  rmtree(empty);
+  free(dir);
+  free(empty);
+}
+
+
 /* ------------------------------------------------------------------ */
 /* warm --dry-run and --manifest in the shape-flag form; sm_90 brings
  * sm_90a (what H100/H200 report) unless --exact-target. No compiler. */
@@ -556,6 +661,8 @@ int main(int argc, char **argv) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(warm_fills_cache_hits_and_recompiles_corrupt_entry),
+        cmocka_unit_test(
+            cache_ls_names_kernels_and_verify_manifest_checks_each),
     };
     return cmocka_run_group_tests_name("cli_tools_compile", tests, NULL,
                                        NULL);

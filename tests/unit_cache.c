@@ -27,6 +27,9 @@
 
 #define T "gfx950:sramecc+:xnack-"
 #define T_DIR "gfx950.sramecc+.xnack-"
+/* Header size of an entry put without provenance: the fixed part and four
+ * empty metadata strings. */
+#define H0 (UQ__CACHE_HEADER_SIZE + 4)
 
 typedef struct fx {
   char root[PATH_MAX]; /* the test's temporary directory */
@@ -57,7 +60,7 @@ static uq__cache *open_w(const fx *f) {
 
 static void put_ok(uq__cache *c, const char *target, const uq__digest *k,
                    const void *p, size_t n) {
-  assert_int_equal(uq__cache_put(c, target, k, p, n), 0);
+  assert_int_equal(uq__cache_put(c, target, k, NULL, p, n), 0);
 }
 
 static void expect_hit(uq__cache *c, const char *target, const uq__digest *k,
@@ -192,11 +195,11 @@ static void cache_miss_then_put_then_hit_returns_identical_bytes(void **state) {
   cu_entry_path(f->w, T, &k, path);
   struct stat st;
   assert_int_equal(stat(path, &st), 0);
-  assert_int_equal(st.st_size, 112 + 5000);
+  assert_int_equal(st.st_size, H0 + 5000);
   assert_int_equal(stat(f->w, &st), 0);
   assert_int_equal(st.st_mode & 0777, 0700);
   char v1[PATH_MAX];
-  cu_fmt(v1, "%s/v1/" T_DIR, f->w);
+  cu_fmt(v1, "%s/v2/" T_DIR, f->w);
   assert_int_equal(stat(v1, &st), 0);
   assert_int_equal(st.st_mode & 0777, 0700);
   assert_int_equal(cu_count_temps(f->root), 0);
@@ -231,9 +234,16 @@ static void cache_reads_entry_built_from_documented_layout(void **state) {
   char path2[PATH_MAX];
   cu_entry_path(f->w, T, &k2, path2);
   uint8_t *want;
-  size_t wn = cu_build_entry(T, &k2, p, 777, 777, &want), gn;
+  size_t gn;
   uint8_t *got = cu_read_file(path2, &gn);
   assert_non_null(got);
+  /* The creation time is the writer's clock: take it from the file. */
+  int64_t created = 0;
+  for (int i = 7; i >= 0; i--)
+    created = (int64_t)((uint64_t)created << 8 | got[104 + i]);
+  assert_true(created > 1600000000);
+  static const char *const none[4] = {"", "", "", ""};
+  size_t wn = cu_build_entry_of(T, &k2, none, created, p, 777, 777, &want);
   assert_int_equal(gn, wn);
   assert_memory_equal(got, want, wn);
   uq__cache_close(c);
@@ -268,7 +278,7 @@ static void expect_repaired(const fx *f, uq__cache *c, const uq__digest *k,
 static void cache_rejects_truncated_entry(void **state) {
   fx *f = *state;
   uq__cache *c = open_w(f);
-  static const long cuts[] = {112 + 1999, 1000, 113, 112, 111, 50, 0};
+  static const long cuts[] = {H0 + 1999, 1000, H0 + 1, H0, H0 - 1, 50, 0};
   for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
     uq__digest k;
     char path[PATH_MAX];
@@ -285,7 +295,7 @@ static void cache_rejects_truncated_entry(void **state) {
 static void cache_rejects_any_flipped_header_byte(void **state) {
   fx *f = *state;
   uq__cache *c = open_w(f);
-  for (long off = 0; off < 112; off++) {
+  for (long off = 0; off < H0; off++) {
     uq__digest k;
     char path[PATH_MAX];
     uint8_t *p;
@@ -301,7 +311,7 @@ static void cache_rejects_any_flipped_header_byte(void **state) {
 static void cache_rejects_flipped_payload_byte(void **state) {
   fx *f = *state;
   uq__cache *c = open_w(f);
-  static const long offs[] = {112, 112 + 1234, 112 + 4095};
+  static const long offs[] = {H0, H0 + 1234, H0 + 4095};
   for (size_t i = 0; i < 3; i++) {
     uq__digest k;
     char path[PATH_MAX];
@@ -412,7 +422,7 @@ static void cache_rejects_unsafe_targets(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     void *got = NULL;
     size_t len;
-    assert_int_equal(uq__cache_put(c, bad[i], &k, "x", 1), UQ_EINVAL);
+    assert_int_equal(uq__cache_put(c, bad[i], &k, NULL, "x", 1), UQ_EINVAL);
     assert_int_equal(uq__cache_get(c, bad[i], &k, &got, &len), UQ_EINVAL);
     assert_null(got);
   }
@@ -454,7 +464,7 @@ static void cache_sweeps_stale_temp_files_but_keeps_fresh_ones(void **state) {
   assert_int_equal(uq_cache_prune(f->w, UINT64_MAX, &removed, &left), 0);
   assert_int_equal(removed, 0);
   assert_true(cu_exists(fresh_tmp));
-  assert_int_equal(left, 112 + 7);
+  assert_int_equal(left, H0 + 7);
   clock_gettime(CLOCK_REALTIME, &ts[0]);
   ts[0].tv_sec -= 120;
   ts[1] = ts[0];
@@ -488,7 +498,7 @@ static void cache_put_fails_cleanly_on_unwritable_directory(void **state) {
   cu_key(50, &k);
   uint8_t *p = cu_payload(50, 50000);
   for (int i = 0; i < 3; i++) {
-    int rc = uq__cache_put(c, T, &k, p, 50000);
+    int rc = uq__cache_put(c, T, &k, NULL, p, 50000);
     assert_true(put_status_is_a_clean_failure(rc));
     expect_miss(c, T, &k);
   }
@@ -511,7 +521,7 @@ static void cache_put_fails_cleanly_when_directory_cannot_be_created(
   assert_null(uq__cache_dir(c));
   uq__digest k;
   cu_key(51, &k);
-  assert_int_equal(uq__cache_put(c, T, &k, "abc", 3), UQ_EIO);
+  assert_int_equal(uq__cache_put(c, T, &k, NULL, "abc", 3), UQ_EIO);
   expect_miss(c, T, &k);
   uq__cache_close(c);
 }
@@ -535,7 +545,7 @@ static void cache_put_fails_cleanly_when_disk_is_full(void **state) {
     uint8_t *p = cu_payload(52, 50000);
     if (setrlimit(RLIMIT_FSIZE, &small) != 0)
       _exit(11);
-    int rc = uq__cache_put(c, T, &k, p, 50000);
+    int rc = uq__cache_put(c, T, &k, NULL, p, 50000);
     if (rc != UQ_ENOSPC)
       _exit(12);
     if (cu_count_temps(f->w) != 0)
@@ -547,11 +557,11 @@ static void cache_put_fails_cleanly_when_disk_is_full(void **state) {
     /* A small entry still fits, and the big one once space is back. */
     uq__digest k2;
     cu_key(53, &k2);
-    if (uq__cache_put(c, T, &k2, p, 100) != 0)
+    if (uq__cache_put(c, T, &k2, NULL, p, 100) != 0)
       _exit(15);
     if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
       _exit(16);
-    if (uq__cache_put(c, T, &k, p, 50000) != 0)
+    if (uq__cache_put(c, T, &k, NULL, p, 50000) != 0)
       _exit(17);
     if (uq__cache_get(c, T, &k, &got, &len) != 0 || len != 50000 ||
         memcmp(got, p, len) != 0)
@@ -594,7 +604,7 @@ static void cache_refuses_directories_writable_by_others(void **state) {
   cu_key(60, &k);
   cu_entry_dir(ro, T, &k, hexdir);
   cu_entry_path(ro, T, &k, path);
-  cu_fmt(v1, "%s/v1", ro);
+  cu_fmt(v1, "%s/v2", ro);
   uq__cache *c = NULL;
   assert_int_equal(uq__cache_open(f->w, ro, &c), 0);
   expect_hit(c, T, &k, p, 999);
@@ -631,7 +641,7 @@ static void cache_refuses_directories_writable_by_others(void **state) {
   expect_miss(c, T, &k);
   uq__digest k2;
   cu_key(61, &k2);
-  assert_int_equal(uq__cache_put(c, T, &k2, p, 10), UQ_EPERM);
+  assert_int_equal(uq__cache_put(c, T, &k2, NULL, p, 10), UQ_EPERM);
   assert_int_equal(cu_count_entries(f->w), 1);
   uq__cache_close(c);
   free(p);
@@ -680,7 +690,7 @@ static void cache_searches_readonly_layers_after_writable_and_never_writes_them(
   char w70[PATH_MAX];
   cu_entry_path(f->w, T, &k70, w70);
   assert_int_equal(unlink(w70), 0);
-  cu_flip_byte(p70, 112 + 5);
+  cu_flip_byte(p70, H0 + 5);
   expect_hit(c, T, &k70, d, 300); /* falls through to ro2 */
   assert_true(cu_exists(p70));
   uq__cache_close(c);
@@ -753,7 +763,7 @@ static void cache_directories_come_from_the_environment(void **state) {
   unsetenv("HOME");
   assert_int_equal(uq__cache_open(NULL, "", &c), 0);
   assert_null(uq__cache_dir(c));
-  assert_int_equal(uq__cache_put(c, T, &k, p, 64), UQ_EIO);
+  assert_int_equal(uq__cache_put(c, T, &k, NULL, p, 64), UQ_EIO);
   expect_miss(c, T, &k);
   uq__cache_close(c);
   assert_int_equal(uq_cache_default_dir(&dd), UQ_ENOENT);
@@ -806,14 +816,14 @@ static void cache_list_reports_entries_and_validity(void **state) {
   char path[PATH_MAX];
   cu_key(91, &k);
   cu_entry_path(f->w, T, &k, path);
-  cu_flip_byte(path, 112 + 999);
+  cu_flip_byte(path, H0 + 999);
   seen s;
   memset(&s, 0, sizeof s);
   assert_int_equal(uq_cache_list(f->w, record, &s), 0);
   assert_int_equal(s.n, 4);
   assert_int_equal(s.valid, 3);
   assert_int_equal(s.invalid, 1);
-  assert_int_equal(s.bytes, 3 * (112 + 1000) + 112 + 10);
+  assert_int_equal(s.bytes, 3 * (H0 + 1000) + H0 + 10);
   int n_t = 0, n_sm = 0;
   for (int i = 0; i < 4; i++) {
     n_t += strcmp(s.targets[i], T) == 0;
@@ -867,11 +877,11 @@ static void cache_prune_keeps_most_recently_used(void **state) {
   /* One bad entry goes first whatever its age. */
   cu_flip_byte(path[4], 40);
   uint64_t removed = 0, left = 0;
-  assert_int_equal(uq_cache_prune(f->w, 2 * (112 + 1000) + 500, &removed, &left),
+  assert_int_equal(uq_cache_prune(f->w, 2 * (H0 + 1000) + 500, &removed, &left),
                    0);
   /* Bad 4 removed, then 1 and 2 (oldest); 3 and 0 stay. */
   assert_int_equal(removed, 3);
-  assert_int_equal(left, 2 * (112 + 1000));
+  assert_int_equal(left, 2 * (H0 + 1000));
   assert_true(cu_exists(path[0]));
   assert_false(cu_exists(path[1]));
   assert_false(cu_exists(path[2]));
@@ -881,7 +891,7 @@ static void cache_prune_keeps_most_recently_used(void **state) {
   /* A limit above the total removes nothing; 0 empties the cache. */
   assert_int_equal(uq_cache_prune(f->w, UINT64_MAX, &removed, &left), 0);
   assert_int_equal(removed, 0);
-  assert_int_equal(left, 2 * (112 + 1000));
+  assert_int_equal(left, 2 * (H0 + 1000));
   assert_int_equal(uq_cache_prune(f->w, 0, &removed, &left), 0);
   assert_int_equal(removed, 2);
   assert_int_equal(left, 0);

@@ -43,7 +43,7 @@ static int racer(const char *dir, int who) {
       rc = 11; /* a reader saw a wrong or partial entry */
     else if (g != 0 && g != UQ_ENOENT)
       rc = 12;
-    else if (uq__cache_put(c, T, &k, p, payload_size(i)) != 0)
+    else if (uq__cache_put(c, T, &k, NULL, p, payload_size(i)) != 0)
       rc = 13;
     uq__free(got);
     free(p);
@@ -121,7 +121,7 @@ static void *worker(void *arg) {
     cu_key(i, &k);
     uint8_t *p = cu_payload((unsigned)i, payload_size(i));
     if (x & 0x100) {
-      if (uq__cache_put(s->c, T, &k, p, payload_size(i)) != 0)
+      if (uq__cache_put(s->c, T, &k, NULL, p, payload_size(i)) != 0)
         s->failures++;
     } else {
       void *got = NULL;

@@ -76,6 +76,19 @@ static int add_layer(uq__cache *c, const char *start, size_t len) {
   return 0;
 }
 
+/* Adds each directory of a colon separated list; 0 or UQ_ENOMEM. */
+static int add_layers(uq__cache *c, const char *ro) {
+  while (ro != NULL && *ro != '\0') {
+    const char *colon = strchr(ro, ':');
+    size_t len = colon != NULL ? (size_t)(colon - ro) : strlen(ro);
+    int rc = add_layer(c, ro, len);
+    if (rc != 0)
+      return rc;
+    ro = colon != NULL ? colon + 1 : NULL;
+  }
+  return 0;
+}
+
 int uq__cache_open(const char *dir, const char *readonly_path, uq__cache **out) {
   *out = NULL;
   uq__cache *c = uq__calloc(1, sizeof *c);
@@ -107,19 +120,27 @@ int uq__cache_open(const char *dir, const char *readonly_path, uq__cache **out) 
   }
   const char *ro = readonly_path != NULL ? readonly_path
                                          : uq__env_get(UQ__ENV_CACHE_PATH);
-  while (ro != NULL && *ro != '\0') {
-    const char *colon = strchr(ro, ':');
-    size_t len = colon != NULL ? (size_t)(colon - ro) : strlen(ro);
-    rc = add_layer(c, ro, len);
-    if (rc != 0)
-      goto fail;
-    ro = colon != NULL ? colon + 1 : NULL;
-  }
+  if (add_layers(c, ro) != 0)
+    goto fail;
   *out = c;
   return 0;
 fail:
   uq__cache_close(c);
   return uq__errorf(UQ_ENOMEM, "cache: out of memory");
+}
+
+int uq__cache_open_layers(const char *readonly_path, uq__cache **out) {
+  *out = NULL;
+  uq__cache *c = uq__calloc(1, sizeof *c);
+  if (c == NULL)
+    return uq__errorf(UQ_ENOMEM, "cache: out of memory");
+  pthread_mutex_init(&c->mu, NULL);
+  if (add_layers(c, readonly_path) != 0) {
+    uq__cache_close(c);
+    return uq__errorf(UQ_ENOMEM, "cache: out of memory");
+  }
+  *out = c;
+  return 0;
 }
 
 void uq__cache_close(uq__cache *c) {
@@ -153,23 +174,35 @@ static void remove_bad_entry(int dirfd, const char *name, int fd) {
     unlinkat(dirfd, name, 0);
 }
 
-/* One layer's lookup: 0, UQ_ENOENT, or UQ_ENOMEM. */
-static int get_from(const char *root, int writable, const char *target,
-                    const char *tdir, const char *hh, const char *fname,
-                    const uq__digest *key, void **payload, size_t *len) {
-  const char *unsafe;
-  int dirfd = uq__cache_open_entry_dir(root, tdir, hh, 0, &unsafe);
-  if (dirfd < 0) {
-    if (unsafe != NULL)
-      uq__warn_once(&warned_unsafe_layer,
-                    "cache: not loading from %s: '%s' is writable by another "
-                    "user or owned by one", root, unsafe);
+/* What one lookup asks for. */
+typedef struct lookup {
+  const char *target, *tdir;
+  const uq__digest *key;
+  char hh[3], prefix[32], preferred[UQ__CACHE_FNAME_LEN + 1];
+  int has_preferred;
+  void **payload;
+  size_t *len;
+  uq__cache_found *found;
+} lookup;
+
+static void warn_unsafe_layer(const char *root, const char *unsafe) {
+  uq__warn_once(&warned_unsafe_layer,
+                "cache: not loading from %s: '%s' is writable by another "
+                "user or owned by one", root, unsafe);
+}
+
+/* One file of a layer's entry directory: 0, UQ_ENOENT, or UQ_ENOMEM. */
+static int try_file(const lookup *q, const char *root, int writable,
+                    int dirfd, const char *fname) {
+  uq__digest named;
+  uint64_t prov;
+  if (uq__cache_digest_from_names(q->hh, fname, &named, &prov) != 0 ||
+      memcmp(named.bytes, q->key->bytes, 16) != 0)
     return UQ_ENOENT;
-  }
   int rc = UQ_ENOENT;
   int fd = openat(dirfd, fname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
-    goto done;
+    return UQ_ENOENT;
   struct stat st;
   if (fstat(fd, &st) != 0)
     goto done;
@@ -180,44 +213,125 @@ static int get_from(const char *root, int writable, const char *target,
                     "ours", root, fname);
     goto done;
   }
-  rc = uq__cache_read_entry(fd, target, key, payload, len, NULL);
+  uq__cache_entry_info *info = q->found != NULL ? &q->found->info : NULL;
+  rc = uq__cache_read_entry(fd, q->target, q->key, &prov, q->payload, q->len,
+                            info);
   if (rc == 0) {
     /* Recency for uq_cache_prune's LRU order; best effort. A minute's
      * resolution is plenty and spares most hits a metadata write. */
     if (writable && time(NULL) - st.st_mtime >= UQ__CACHE_RECENCY_SECONDS)
       futimens(fd, NULL);
+    if (q->found != NULL)
+      snprintf(q->found->path, sizeof q->found->path, "%s/%s/%s/%s/%s", root,
+               UQ__CACHE_VERSION_DIR, q->tdir, q->hh, fname);
   } else if (rc != UQ_ENOMEM) {
     if (writable && rc == UQ_ECORRUPT)
       remove_bad_entry(dirfd, fname, fd);
     rc = UQ_ENOENT;
   }
 done:
-  if (fd >= 0)
-    close(fd);
+  close(fd);
+  return rc;
+}
+
+/* The kernel's entry names in the directory, each but the preferred one,
+ * smallest name first (so a lookup is reproducible), without allocating:
+ * a kernel has an entry per compiler, a few at most. 0, UQ_ENOENT or
+ * UQ_ENOMEM. */
+static int try_any(const lookup *q, const char *root, int writable,
+                   int dirfd) {
+  int fd = dup(dirfd);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (d == NULL) {
+    if (fd >= 0)
+      close(fd);
+    return UQ_ENOENT;
+  }
+  char last[UQ__CACHE_FNAME_LEN + 1] = "", next[UQ__CACHE_FNAME_LEN + 1];
+  size_t plen = strlen(q->prefix);
+  int rc = UQ_ENOENT;
+  while (rc == UQ_ENOENT) {
+    struct dirent *e;
+    next[0] = '\0';
+    rewinddir(d);
+    while ((e = readdir(d)) != NULL) {
+      if (strncmp(e->d_name, q->prefix, plen) != 0 ||
+          strlen(e->d_name) != UQ__CACHE_FNAME_LEN ||
+          (q->has_preferred && strcmp(e->d_name, q->preferred) == 0) ||
+          strcmp(e->d_name, last) <= 0 ||
+          (next[0] != '\0' && strcmp(e->d_name, next) >= 0))
+        continue;
+      memcpy(next, e->d_name, UQ__CACHE_FNAME_LEN + 1);
+    }
+    if (next[0] == '\0')
+      break;
+    rc = try_file(q, root, writable, dirfd, next);
+    memcpy(last, next, sizeof last);
+  }
+  closedir(d);
+  return rc;
+}
+
+/* One layer's lookup (`any` 0: the preferred entry only, else the rest):
+ * 0, UQ_ENOENT, or UQ_ENOMEM. */
+static int get_from(const lookup *q, const char *root, int writable,
+                    int any) {
+  const char *unsafe;
+  if (!any && !q->has_preferred)
+    return UQ_ENOENT;
+  int dirfd = uq__cache_open_entry_dir(root, q->tdir, q->hh, 0, &unsafe);
+  if (dirfd < 0) {
+    if (unsafe != NULL)
+      warn_unsafe_layer(root, unsafe);
+    return UQ_ENOENT;
+  }
+  int rc = any ? try_any(q, root, writable, dirfd)
+               : try_file(q, root, writable, dirfd, q->preferred);
   close(dirfd);
   return rc;
 }
 
-int uq__cache_get(uq__cache *c, const char *target, const uq__digest *key,
-                  void **payload, size_t *len) {
-  char tdir[UQ__CACHE_TARGET_FIELD], hh[3], fname[34];
-  *payload = NULL;
-  *len = 0;
+int uq__cache_find(uq__cache *c, const char *target, const uq__digest *key,
+                   const uint64_t *prefer, void **payload, size_t *len,
+                   uq__cache_found *found) {
+  char tdir[UQ__CACHE_TARGET_FIELD];
+  lookup q;
+  if (payload != NULL)
+    *payload = NULL;
+  if (len != NULL)
+    *len = 0;
   int rc = uq__cache_target_dirname(target, tdir);
   if (rc != 0)
     return rc;
-  uq__cache_entry_names(key, hh, fname);
-  if (c->wusable) {
-    rc = get_from(c->wdir, 1, target, tdir, hh, fname, key, payload, len);
-    if (rc != UQ_ENOENT)
-      return rc == UQ_ENOMEM ? uq__errorf(rc, "cache: out of memory") : rc;
-  }
-  for (size_t i = 0; i < c->nlayers; i++) {
-    rc = get_from(c->layers[i], 0, target, tdir, hh, fname, key, payload, len);
-    if (rc != UQ_ENOENT)
-      return rc == UQ_ENOMEM ? uq__errorf(rc, "cache: out of memory") : rc;
+  memset(&q, 0, sizeof q);
+  q.target = target;
+  q.tdir = tdir;
+  q.key = key;
+  q.payload = payload;
+  q.len = len;
+  q.found = found;
+  q.has_preferred = prefer != NULL;
+  uq__cache_entry_names(key, prefer != NULL ? *prefer : 0, q.hh, q.preferred,
+                        q.prefix);
+  /* The preferred entry in every layer before any other entry. */
+  for (int any = 0; any < 2; any++) {
+    if (c->wusable) {
+      rc = get_from(&q, c->wdir, 1, any);
+      if (rc != UQ_ENOENT)
+        return rc == UQ_ENOMEM ? uq__errorf(rc, "cache: out of memory") : rc;
+    }
+    for (size_t i = 0; i < c->nlayers; i++) {
+      rc = get_from(&q, c->layers[i], 0, any);
+      if (rc != UQ_ENOENT)
+        return rc == UQ_ENOMEM ? uq__errorf(rc, "cache: out of memory") : rc;
+    }
   }
   return UQ_ENOENT;
+}
+
+int uq__cache_get(uq__cache *c, const char *target, const uq__digest *key,
+                  void **payload, size_t *len) {
+  return uq__cache_find(c, target, key, NULL, payload, len, NULL);
 }
 
 /* ---- Writing ------------------------------------------------------------ */
@@ -295,10 +409,10 @@ static int first_write_here(uq__cache *c, const char *tdir, const char *hh) {
 }
 
 int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
-                  const void *payload, size_t len) {
-  char tdir[UQ__CACHE_TARGET_FIELD], hh[3], fname[34];
+                  const uq__cache_meta *meta, const void *payload, size_t len) {
+  char tdir[UQ__CACHE_TARGET_FIELD], hh[3], fname[UQ__CACHE_FNAME_LEN + 1];
   char tmp[PATH_MAX];
-  uint8_t h[UQ__CACHE_HEADER_SIZE];
+  uint8_t h[UQ__CACHE_HEADER_SIZE + UQ__CACHE_MAX_META];
   int dirfd = -1, fd = -1, created = 0, rc;
   const char *unsafe = NULL;
   rc = uq__cache_target_dirname(target, tdir);
@@ -309,9 +423,18 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
                     len);
     goto fail;
   }
+  size_t hsize = uq__cache_make_header(h, target, key, meta, payload, len);
+  if (hsize == 0) {
+    rc = uq__errorf(UQ_EINVAL, "cache: entry metadata too long");
+    goto fail;
+  }
   if (c->wdir == NULL) /* uq__cache_open warned already */
     return uq__errorf(UQ_EIO, "cache: no writable cache directory");
-  uq__cache_entry_names(key, hh, fname);
+  uq__cache_entry_names(key, uq__cache_provenance(meta != NULL ? meta->compiler
+                                                               : NULL,
+                                                  meta != NULL ? meta->options
+                                                               : NULL),
+                        hh, fname, NULL);
   uq__cache_make_dirs(c->wdir);
   dirfd = uq__cache_open_entry_dir(c->wdir, tdir, hh, 1, &unsafe);
   if (dirfd < 0) {
@@ -320,13 +443,14 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
       uq__errorf(rc, "cache: %s: '%s' is writable by another user or owned "
                  "by one", c->wdir, unsafe);
     else
-      uq__errorf(rc, "cache: cannot create %s/v1/%s/%s", c->wdir, tdir, hh);
+      uq__errorf(rc, "cache: cannot create %s/%s/%s/%s", c->wdir,
+                 UQ__CACHE_VERSION_DIR, tdir, hh);
     goto fail;
   }
   if (first_write_here(c, tdir, hh))
     sweep_stale_temps(dirfd);
-  int n = snprintf(tmp, sizeof tmp, "%s/v1/%s/%s/.%s.tmp.XXXXXX", c->wdir,
-                   tdir, hh, fname);
+  int n = snprintf(tmp, sizeof tmp, "%s/%s/%s/%s/.%s.tmp.XXXXXX", c->wdir,
+                   UQ__CACHE_VERSION_DIR, tdir, hh, fname);
   if (n < 0 || (size_t)n >= sizeof tmp) {
     rc = uq__errorf(UQ_EIO, "cache: path too long under %s", c->wdir);
     goto fail;
@@ -334,12 +458,12 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
   fd = mkostemp(tmp, O_CLOEXEC);
   if (fd < 0) {
     rc = uq__errorf(uq__cache_status_of_errno(errno), "cache: cannot create a file in "
-                    "%s/v1/%s/%s: %s", c->wdir, tdir, hh, strerror(errno));
+                    "%s/%s/%s/%s: %s", c->wdir, UQ__CACHE_VERSION_DIR, tdir, hh,
+                    strerror(errno));
     goto fail;
   }
   created = 1;
-  uq__cache_make_header(h, target, key, payload, len);
-  if (write_full(fd, h, sizeof h) != 0 ||
+  if (write_full(fd, h, hsize) != 0 ||
       (len > 0 && write_full(fd, payload, len) != 0) || fsync(fd) != 0) {
     rc = uq__errorf(uq__cache_status_of_errno(errno), "cache: writing %s: %s", tmp,
                     strerror(errno));

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define UQ__CACHE_FORMAT_VERSION 1
+#define UQ__CACHE_FORMAT_VERSION 2
 
 typedef struct uq__digest {
   uint8_t bytes[16]; /* XXH3-128, big-endian canonical form */
@@ -34,20 +34,75 @@ typedef struct uq__cache uq__cache;
  * because a directory is missing or unwritable: it degrades to fewer layers
  * and warns once. UQ_ENOMEM only. */
 int uq__cache_open(const char *dir, const char *readonly_path, uq__cache **out);
+/* A cache of read-only layers only (a colon separated list of absolute
+ * directories): nothing is ever created, written or removed. UQ_ENOMEM. */
+int uq__cache_open_layers(const char *readonly_path, uq__cache **out);
 void uq__cache_close(uq__cache *c);
 /* The writable directory in use, or NULL when none is usable. */
 const char *uq__cache_dir(const uq__cache *c);
 
-/* Looks the entry up in the writable directory then in each read-only layer.
- * 0 and *payload (caller frees with uq__free) on a hit; UQ_ENOENT on a miss
- * (including a bad entry, which is removed from the writable directory). */
+/* Who built an entry (its provenance), recorded in the entry. NULL strings
+ * are stored empty. The file name carries uq__cache_provenance(compiler,
+ * options), so one kernel may have an entry per compiler. */
+typedef struct uq__cache_meta {
+  const char *key_name; /* uq_key_name of the kernel */
+  const char *compiler; /* compiler identity, e.g. "nvrtc 12.8" */
+  const char *options;  /* the options it was given */
+  const char *route;    /* uq__route_name: "nvrtc", "clang", "hiprtc" */
+  int64_t created;      /* unix seconds; 0: now */
+} uq__cache_meta;
+
+/* XXH3-64 of compiler identity, NUL, options (NULL taken as ""). */
+uint64_t uq__cache_provenance(const char *compiler, const char *options);
+
+/* Metadata string limits (a longer one is not storable: UQ_EINVAL). */
+#define UQ__CACHE_NAME_FIELD 256
+#define UQ__CACHE_COMPILER_FIELD 256
+#define UQ__CACHE_OPTIONS_FIELD 2048
+#define UQ__CACHE_ROUTE_FIELD 16
+/* The most metadata bytes a reader accepts. */
+#define UQ__CACHE_MAX_META 4096
+#define UQ__CACHE_TARGET_FIELD 48
+#define UQ__CACHE_PATH_MAX 4096
+
+/* What a verified header says. */
+typedef struct uq__cache_entry_info {
+  char target[UQ__CACHE_TARGET_FIELD]; /* NUL-terminated when the header parsed */
+  uq__digest key;
+  uint64_t payload_len;
+  int64_t created;
+  uint64_t provenance;
+  char key_name[UQ__CACHE_NAME_FIELD];
+  char compiler[UQ__CACHE_COMPILER_FIELD];
+  char options[UQ__CACHE_OPTIONS_FIELD];
+  char route[UQ__CACHE_ROUTE_FIELD];
+} uq__cache_entry_info;
+
+/* The entry a lookup found: its file and header. */
+typedef struct uq__cache_found {
+  char path[UQ__CACHE_PATH_MAX];
+  uq__cache_entry_info info;
+} uq__cache_found;
+
+/* Looks up the kernel `key` (its digest) of `target`: first the entry
+ * whose provenance is `*prefer` (NULL: no preference) in the writable
+ * directory then each read-only layer, then any valid entry of the kernel
+ * in the same order. `payload` NULL: verify only. 0 and *payload (caller
+ * frees with uq__free) on a hit, `found` (may be NULL) filled; UQ_ENOENT on
+ * a miss (bad entries are skipped, and removed from the writable
+ * directory); UQ_EINVAL for a bad target; UQ_ENOMEM. */
+int uq__cache_find(uq__cache *c, const char *target, const uq__digest *key,
+                   const uint64_t *prefer, void **payload, size_t *len,
+                   uq__cache_found *found);
+/* uq__cache_find without a preference or report. */
 int uq__cache_get(uq__cache *c, const char *target, const uq__digest *key,
                   void **payload, size_t *len);
-/* Publishes an entry atomically in the writable directory. A failure
+/* Publishes an entry atomically in the writable directory, named by the
+ * key and meta's provenance (meta NULL: all empty, created now). A failure
  * (read-only, full, no directory) is returned and warned about once per
  * process here; callers go on with the compiled object. */
 int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
-                  const void *payload, size_t len);
+                  const uq__cache_meta *meta, const void *payload, size_t len);
 
 /* The largest payload a reader accepts (a crafted header cannot make it
  * allocate more). */
@@ -55,30 +110,27 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
 
 /* ---- Internal to cache/ (cache.c and cache_admin.c) and its tests. ---- */
 
-/* Entry file = this header + the payload. All integers little-endian:
- *   0 magic "UQJITCO\0" | 8 u32 format version | 12 u32 header size
- *  16 u64 payload length | 24 payload XXH3-128 (canonical, 16 bytes)
- *  40 key digest (16)    | 56 target, NUL padded (48 bytes)
- * 104 u64 XXH3-64 of bytes 0..103 (so any flipped header byte is caught). */
-#define UQ__CACHE_HEADER_SIZE 112
-#define UQ__CACHE_TARGET_FIELD 48
+/* Entry file = this header + metadata + the payload. Integers little-endian:
+ *   0 magic "UQJITCO\0" | 8 u32 format version | 12 u32 header size H
+ *     (fixed part + metadata) | 16 u64 payload length | 24 payload XXH3-128
+ *     (canonical, 16 bytes) | 40 key digest (16) | 56 target, NUL padded
+ *     (48 bytes) | 104 i64 created (unix seconds) | 112 u64 provenance
+ *     (uq__cache_provenance of the compiler and options below)
+ * 120 u64 XXH3-64 of bytes 0..119 followed by bytes 128..H-1 (so any
+ *     flipped header or metadata byte is caught)
+ * 128 metadata: key name, compiler identity, options, route, each
+ *     NUL-terminated, nothing else. The payload starts at H. */
+#define UQ__CACHE_HEADER_SIZE 128
 #define UQ__CACHE_MAGIC "UQJITCO"
 
-/* What a verified header says. */
-typedef struct uq__cache_entry_info {
-  char target[UQ__CACHE_TARGET_FIELD]; /* NUL-terminated when the header parsed */
-  uq__digest key;
-  uint64_t payload_len;
-} uq__cache_entry_info;
-
-/* Reads and verifies the entry open on `fd` (a regular file). `target` and
- * `key` (either may be NULL) must match the header. With `payload` NULL
+/* Reads and verifies the entry open on `fd` (a regular file). `target`,
+ * `key` and `provenance` (any may be NULL) must match the header. With `payload` NULL
  * the payload is checksummed in chunks and not kept. 0 when valid;
  * UQ_ECORRUPT when any check fails; UQ_ENOMEM; UQ_EIO on a read error.
  * `info` (may be NULL) gets what the header says once it parsed. */
 int uq__cache_read_entry(int fd, const char *target, const uq__digest *key,
-                         void **payload, size_t *len,
-                         uq__cache_entry_info *info);
+                         const uint64_t *provenance, void **payload,
+                         size_t *len, uq__cache_entry_info *info);
 /* The writable directory for `dir` (NULL or "": the environment's choice);
  * *out is freed with uq__free. UQ_ENOENT when nothing names one. */
 int uq__cache_resolve_dir(const char *dir, char **out);
@@ -88,8 +140,9 @@ int uq__cache_target_dirname(const char *target,
                              char out[UQ__CACHE_TARGET_FIELD]);
 /* 1 for the name of an in-progress (or abandoned) temporary entry. */
 int uq__cache_is_temp_name(const char *name);
-/* Parses "<2 hex>" + "<30 hex>.co" back into a digest; 0 or UQ_EINVAL. */
+/* Parses "<2 hex>" + "<30 hex>.<16 hex>.co" back into the digest and the
+ * provenance; 0 or UQ_EINVAL. */
 int uq__cache_digest_from_names(const char *hexdir, const char *file,
-                                uq__digest *out);
+                                uq__digest *out, uint64_t *provenance);
 
 #endif

@@ -1,5 +1,5 @@
 /* Cache maintenance (uqjit cache ls / verify / prune): walks
- * <dir>/v1/<target>/<2 hex>/ and checks every entry the way a reader does,
+ * <dir>/v2/<target>/<2 hex>/ and checks every entry the way a reader does,
  * plus the one thing a reader cannot see: that the file sits under the
  * name of its own key and target. */
 #include <dirent.h>
@@ -15,7 +15,7 @@
 
 #include "lib/base/alloc.h"
 #include "lib/base/error.h"
-#include "lib/cache/cache.h"
+#include "lib/cache/cache_impl.h"
 #include "uqjit.h"
 
 /* A temporary file younger than this may belong to a live writer. */
@@ -29,6 +29,7 @@ typedef struct walk_item {
   int is_temp;
   int valid;          /* entries only */
   const char *target; /* from the header, "" when it did not parse */
+  const uq__cache_entry_info *info; /* what the header says (zeroed if bad) */
 } walk_item;
 
 /* Returns non-zero to stop the walk (passed through), or a negative status. */
@@ -50,8 +51,8 @@ static int visit_file(const char *root, const char *tname, const char *hname,
   struct stat st;
   uq__cache_entry_info info;
   walk_item it;
-  int n = snprintf(path, sizeof path, "%s/v1/%s/%s/%s", root, tname, hname,
-                   fname);
+  int n = snprintf(path, sizeof path, "%s/%s/%s/%s/%s", root,
+                   UQ__CACHE_VERSION_DIR, tname, hname, fname);
   if (n < 0 || (size_t)n >= sizeof path)
     return 0;
   memset(&it, 0, sizeof it);
@@ -60,6 +61,8 @@ static int visit_file(const char *root, const char *tname, const char *hname,
   it.name = fname;
   it.st = &st;
   it.target = "";
+  memset(&info, 0, sizeof info);
+  it.info = &info;
   if (uq__cache_is_temp_name(fname)) {
     if (fstatat(hexfd, fname, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
         !S_ISREG(st.st_mode))
@@ -68,7 +71,8 @@ static int visit_file(const char *root, const char *tname, const char *hname,
     return fn(user, &it);
   }
   uq__digest want;
-  if (uq__cache_digest_from_names(hname, fname, &want) != 0)
+  uint64_t prov;
+  if (uq__cache_digest_from_names(hname, fname, &want, &prov) != 0)
     return 0; /* not ours */
   int fd = openat(hexfd, fname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
@@ -77,8 +81,7 @@ static int visit_file(const char *root, const char *tname, const char *hname,
     close(fd);
     return 0;
   }
-  memset(&info, 0, sizeof info);
-  int rc = uq__cache_read_entry(fd, NULL, &want, NULL, NULL, &info);
+  int rc = uq__cache_read_entry(fd, NULL, &want, &prov, NULL, NULL, &info);
   close(fd);
   if (rc == UQ_ENOMEM || rc == UQ_EIO)
     return uq__errorf(rc, "cache: reading %s failed", path);
@@ -95,7 +98,7 @@ static int visit_file(const char *root, const char *tname, const char *hname,
 
 static int walk(const char *dir, walk_fn fn, void *user) {
   char *root = NULL;
-  DIR *v1 = NULL;
+  DIR *vd = NULL;
   int rootfd = -1, rc = uq__cache_resolve_dir(dir, &root);
   if (rc != 0)
     return rc;
@@ -105,14 +108,14 @@ static int walk(const char *dir, walk_fn fn, void *user) {
                     "cache directory %s: %s", root, strerror(errno));
     goto done;
   }
-  v1 = open_sub(rootfd, "v1");
-  if (v1 == NULL)
+  vd = open_sub(rootfd, UQ__CACHE_VERSION_DIR);
+  if (vd == NULL)
     goto done; /* an empty cache */
   struct dirent *te;
-  while (rc == 0 && (te = readdir(v1)) != NULL) {
+  while (rc == 0 && (te = readdir(vd)) != NULL) {
     if (te->d_name[0] == '.')
       continue;
-    DIR *td = open_sub(dirfd(v1), te->d_name);
+    DIR *td = open_sub(dirfd(vd), te->d_name);
     if (td == NULL)
       continue;
     struct dirent *he;
@@ -134,8 +137,8 @@ static int walk(const char *dir, walk_fn fn, void *user) {
     closedir(td);
   }
 done:
-  if (v1 != NULL)
-    closedir(v1);
+  if (vd != NULL)
+    closedir(vd);
   if (rootfd >= 0)
     close(rootfd);
   uq__free(root);
@@ -160,6 +163,11 @@ static int list_one(void *user, const walk_item *it) {
   e.size = (uint64_t)it->st->st_size;
   e.mtime = (int64_t)it->st->st_mtime;
   e.valid = it->valid;
+  e.key_name = it->info->key_name;
+  e.compiler = it->info->compiler;
+  e.options = it->info->options;
+  e.route = it->info->route;
+  e.created = it->info->created;
   /* A positive value stops the walk without looking like a failure. */
   return lc->visit(lc->user, &e) != 0 ? 1 : 0;
 }

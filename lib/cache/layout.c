@@ -116,13 +116,13 @@ int uq__cache_status_of_errno(int e) {
   }
 }
 
-/* Opens root/v1/<tdir>/<hh> checking every level; with `create`, missing
+/* Opens root/v2/<tdir>/<hh> checking every level; with `create`, missing
  * levels below the root are made 0700. Returns the 2-hex directory's fd or
  * a negative status (UQ_ENOENT when a level is missing, UQ_EPERM when one
  * is unsafe). `*unsafe` says which directory was refused. */
 int uq__cache_open_entry_dir(const char *root, const char *tdir,
                              const char *hh, int create, const char **unsafe) {
-  const char *levels[3] = {"v1", tdir, hh};
+  const char *levels[3] = {UQ__CACHE_VERSION_DIR, tdir, hh};
   *unsafe = NULL;
   int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)

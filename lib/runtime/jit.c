@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,81 +26,134 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int uq__jit_object(uq_context *ctx, uq__entry *e) {
+/* The route whose source names a kernel in the disk cache. AMD's is the
+ * offline clang route: the hipRTC route's source differs only by its
+ * prelude, and a hipRTC runtime must find clang-warmed entries. */
+static uq__route canonical_route(const char *target) {
+  return strncmp(target, "sm_", 3) == 0 ? UQ__ROUTE_NVRTC : UQ__ROUTE_CLANG;
+}
+
+/* The source of `key` for `route` into `src` (initialised by the caller). */
+static int gen_source(const uq_key *key, uq__route route, uq__buf *src) {
+  int rc = uq__gen_source(key, route, src);
+  if (rc == 0 && src->status != 0)
+    rc = uq__errorf(src->status, "out of memory generating a kernel source");
+  return rc;
+}
+
+int uq__jit_kernel_digest(const uq_key *key, char *symbol, size_t n,
+                          uq__digest *out) {
+  int need = uq__gen_symbol(key, symbol, n);
+  if (need < 0)
+    return need;
+  if ((size_t)need >= n)
+    return uq__errorf(UQ_EINVAL, "kernel symbol %s... does not fit", symbol);
+  uq__buf src;
+  uq__buf_init(&src);
+  int rc = gen_source(key, canonical_route(key->target), &src);
+  if (rc == 0) {
+    const uq__cache_field fields[] = {
+        {"target", key->target, strlen(key->target)},
+        {"symbol", symbol, strlen(symbol)},
+        {"source", src.data, src.len},
+    };
+    uq__cache_digest(fields, sizeof fields / sizeof fields[0], out);
+  }
+  uq__buf_free(&src);
+  return rc;
+}
+
+/* Compiles e->key with `cc` and publishes the object under `digest`. */
+static int compile_and_store(uq_context *ctx, uq__entry *e,
+                             const uq__compiler *cc, const uq__digest *digest,
+                             const char *name, void **obj, size_t *obj_len) {
   const uq_key *key = &e->key;
   uq__buf src;
   uq__buf_init(&src);
+  int rc = gen_source(key, uq__compiler_route(cc), &src);
+  if (rc != 0)
+    goto done;
+  double t0 = now_seconds();
+  rc = uq__compiler_compile(cc, key->target, src.data, src.len, e->symbol,
+                            obj, obj_len);
+  if (rc != 0)
+    goto done;
+  uq__table_note_compile(ctx->table, now_seconds() - t0);
+  const uq__cache_meta meta = {name, uq__compiler_identity(cc),
+                               uq__compiler_options(cc, key->target),
+                               uq__route_name(uq__compiler_route(cc)), 0};
+  /* A failed write is not this call's failure (uq__cache_put warns). */
+  if (ctx->cache != NULL &&
+      uq__cache_put(ctx->cache, key->target, digest, &meta, *obj,
+                    *obj_len) != 0)
+    uq__error_clear();
+done:
+  uq__buf_free(&src);
+  return rc;
+}
+
+int uq__jit_object(uq_context *ctx, uq__entry *e) {
+  const uq_key *key = &e->key;
   const uq__compiler *cc = NULL;
   void *obj = NULL;
   size_t obj_len = 0;
-  char name[512] = "";
+  char name[512] = "", why[1024] = "";
   uq_key_name(key, name, sizeof name);
-
-  int rc = uq__compiler_for_target(key->target, &cc);
+  uq__digest digest;
+  int rc = uq__jit_kernel_digest(key, e->symbol, sizeof e->symbol, &digest);
   if (rc != 0)
-    goto cleanup;
-  rc = uq__gen_source(key, uq__compiler_route(cc), &src);
-  if (rc == 0 && src.status != 0)
-    rc = uq__errorf(src.status, "out of memory generating %s", name);
-  if (rc != 0)
-    goto cleanup;
-  int need = uq__gen_symbol(key, e->symbol, sizeof e->symbol);
-  if (need < 0 || (size_t)need >= sizeof e->symbol) {
-    rc = uq__errorf(UQ_EINVAL, "kernel symbol of %s does not fit", name);
-    goto cleanup;
-  }
+    return rc;
   e->block_threads = uq__gen_block_threads(key);
 
-  const char *identity = uq__compiler_identity(cc);
-  const char *options = uq__compiler_options(cc, key->target);
-  if (options == NULL)
-    options = "";
-  const uq__cache_field fields[] = {
-      {"source", src.data, src.len},
-      {"target", key->target, strlen(key->target)},
-      {"compiler", identity, strlen(identity)},
-      {"options", options, strlen(options)},
-      {"symbol", e->symbol, strlen(e->symbol)},
-  };
-  uq__digest digest;
-  uq__cache_digest(fields, sizeof fields / sizeof fields[0], &digest);
-
+  /* The compiler only decides which entry is preferred; without one any
+   * valid entry serves. With UQJIT_DISABLE_JIT none is looked for. */
+  int no_jit = uq__env_flag("UQJIT_DISABLE_JIT");
+  int cc_status = 0;
+  uint64_t prefer = 0;
+  if (!no_jit) {
+    cc_status = uq__compiler_for_target(key->target, &cc);
+    if (cc_status == 0)
+      prefer = uq__cache_provenance(uq__compiler_identity(cc),
+                                    uq__compiler_options(cc, key->target));
+    else
+      snprintf(why, sizeof why, "%s", uq_last_error());
+    uq__error_clear();
+  }
+  uq__cache_found *found = uq__malloc(sizeof *found);
+  if (found == NULL)
+    return uq__errorf(UQ_ENOMEM, "out of memory looking up %s", name);
   if (ctx->cache != NULL &&
-      uq__cache_get(ctx->cache, key->target, &digest, &obj, &obj_len) == 0) {
+      uq__cache_find(ctx->cache, key->target, &digest, cc != NULL ? &prefer : NULL,
+                     &obj, &obj_len, found) == 0) {
     e->from_disk = 1;
+    snprintf(e->compiler, sizeof e->compiler, "%s", found->info.compiler);
     uq__table_note_disk_hit(ctx->table);
     goto done;
   }
   uq__error_clear(); /* a miss is not this call's failure */
-
-  if (uq__env_flag("UQJIT_DISABLE_JIT")) {
+  if (no_jit) {
     char hex[33];
     uq__digest_hex(&digest, hex);
     rc = uq__errorf(UQ_ENOJIT,
-                    "kernel %s (digest %s, compiler %s) is not in the cache "
-                    "and UQJIT_DISABLE_JIT is set",
-                    name, hex, identity);
+                    "kernel %s (digest %s) is not in the cache and "
+                    "UQJIT_DISABLE_JIT is set", name, hex);
     goto cleanup;
   }
-
-  double t0 = now_seconds();
-  rc = uq__compiler_compile(cc, key->target, src.data, src.len, e->symbol,
-                            &obj, &obj_len);
+  if (cc == NULL) {
+    rc = uq__errorf(cc_status, "%s", why);
+    goto cleanup;
+  }
+  rc = compile_and_store(ctx, e, cc, &digest, name, &obj, &obj_len);
   if (rc != 0)
     goto cleanup;
-  uq__table_note_compile(ctx->table, now_seconds() - t0);
-  /* A failed write is not this call's failure (uq__cache_put warns). */
-  if (ctx->cache != NULL &&
-      uq__cache_put(ctx->cache, key->target, &digest, obj, obj_len) != 0)
-    uq__error_clear();
-
+  snprintf(e->compiler, sizeof e->compiler, "%s", uq__compiler_identity(cc));
 done:
   e->object = obj;
   e->object_len = obj_len;
   obj = NULL;
 cleanup:
+  uq__free(found);
   uq__free(obj);
-  uq__buf_free(&src);
   return rc;
 }
 
@@ -160,12 +214,7 @@ int uq_code_object(uq_context *ctx, const uq_key *key, void **obj,
     if (uq__code_info_from_object(key->target, e->object, e->object_len,
                                   info) != 0)
       uq__error_clear();
-    const uq__compiler *cc;
-    if (uq__compiler_for_target(key->target, &cc) == 0)
-      snprintf(info->compiler, sizeof info->compiler, "%s",
-               uq__compiler_identity(cc));
-    else
-      uq__error_clear();
+    snprintf(info->compiler, sizeof info->compiler, "%.127s", e->compiler);
   }
   *obj = copy;
   *len = e->object_len;
@@ -298,4 +347,88 @@ int uq_compile_keys(uq_context *ctx, const uq_key *keys, size_t n, int jobs,
     return uq__errorf(job.first_status, "%s", job.first_detail);
   uq__error_clear();
   return 0;
+}
+
+/* ---- uq_cache_find --------------------------------------------------- */
+
+/* "<dir resolved to an absolute path>:<UQJIT_CACHE_PATH>" (caller frees);
+ * a directory that does not exist is left out. */
+static int find_layers(const char *dir, char **out) {
+  char *root = NULL, *abs = NULL;
+  *out = NULL;
+  int rc = uq__cache_resolve_dir(dir, &root);
+  if (rc == UQ_ENOMEM)
+    return rc;
+  uq__error_clear(); /* no default directory: the layers alone */
+  if (root != NULL)
+    abs = realpath(root, NULL);
+  uq__free(root);
+  const char *env = uq__env_get(UQ__ENV_CACHE_PATH);
+  size_t n = (abs != NULL ? strlen(abs) : 0) + (env != NULL ? strlen(env) : 0) + 2;
+  char *s = uq__malloc(n);
+  if (s != NULL)
+    snprintf(s, n, "%s:%s", abs != NULL ? abs : "", env != NULL ? env : "");
+  free(abs); /* realpath's */
+  if (s == NULL)
+    return uq__errorf(UQ_ENOMEM, "uq_cache_find: out of memory");
+  *out = s;
+  return 0;
+}
+
+/* Reports a found entry through `visit` as uq_cache_list would. */
+static int report_found(const uq__cache_found *f, uq_cache_visit_fn visit,
+                        void *user) {
+  struct stat st;
+  uq_cache_entry ce;
+  memset(&ce, 0, sizeof ce);
+  if (stat(f->path, &st) == 0) {
+    ce.size = (uint64_t)st.st_size;
+    ce.mtime = (int64_t)st.st_mtime;
+  }
+  ce.path = f->path;
+  ce.target = f->info.target;
+  ce.valid = 1;
+  ce.key_name = f->info.key_name;
+  ce.compiler = f->info.compiler;
+  ce.options = f->info.options;
+  ce.route = f->info.route;
+  ce.created = f->info.created;
+  visit(user, &ce);
+  return 0;
+}
+
+int uq_cache_find(const char *dir, const uq_key *key, uq_cache_visit_fn visit,
+                  void *user) {
+  uq__error_clear();
+  if (key == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_cache_find: key is NULL");
+  int rc = uq_key_validate(key);
+  if (rc != 0)
+    return rc;
+  char symbol[UQ__SYMBOL_MAX];
+  uq__digest digest;
+  rc = uq__jit_kernel_digest(key, symbol, sizeof symbol, &digest);
+  if (rc != 0)
+    return rc;
+  char *layers = NULL;
+  uq__cache *c = NULL;
+  uq__cache_found *found = NULL;
+  rc = find_layers(dir, &layers);
+  if (rc == 0)
+    rc = uq__cache_open_layers(layers, &c);
+  if (rc == 0 && (found = uq__malloc(sizeof *found)) == NULL)
+    rc = uq__errorf(UQ_ENOMEM, "uq_cache_find: out of memory");
+  if (rc == 0)
+    rc = uq__cache_find(c, key->target, &digest, NULL, NULL, NULL, found);
+  if (rc == 0 && visit != NULL)
+    report_found(found, visit, user);
+  if (rc == UQ_ENOENT) {
+    char name[512];
+    uq_key_name(key, name, sizeof name);
+    uq__errorf(rc, "no valid cache entry for %s", name);
+  }
+  uq__free(found);
+  uq__cache_close(c);
+  uq__free(layers);
+  return rc;
 }

@@ -45,6 +45,7 @@ typedef struct uq__entry {
   char symbol[UQ__SYMBOL_MAX];
   uint32_t block_threads;
   int from_disk; /* the code object came from the on-disk cache */
+  char compiler[256]; /* identity of the compiler that built the object */
   struct uq__entry *next_all; /* every entry, for destroy */
 } uq__entry;
 
