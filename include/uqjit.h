@@ -387,6 +387,17 @@ UQ_EXTERN int uq_code_disassemble(const char *target, const void *obj,
 /* A report of compilers, runtimes, devices and cache directories found
  * (caller frees). */
 UQ_EXTERN int uq_info_report(char **text);
+/* The GPU libraries uqjit loads at first use (HIP runtime, hipRTC, comgr,
+ * CUDA driver, NVRTC) as a JSON array, one object per library: "id",
+ * "what", "override" (the variable that replaces the list, e.g.
+ * UQJIT_HIP_LIB) and "override_value" (null when unset), "candidates" (the
+ * names in the order the loader tries them: sonames, then under
+ * $ROCM_PATH/lib and /opt/rocm/lib, or $CUDA_HOME/lib64, $CUDA_PATH/lib64
+ * and /usr/local/cuda/lib64), "attempts" (each {"name", "loaded": file} or
+ * {"name", "error": dlerror text}) and "loaded" (the file, or null). Probing
+ * loads the libraries it finds, as a real run would. The caller frees *json
+ * with uq_free. UQ_EINVAL (json NULL), UQ_ENOMEM. */
+UQ_EXTERN int uq_info_libraries(char **json);
 
 /* Cache maintenance on one directory (NULL = the default writable one). */
 typedef struct uq_cache_entry {

@@ -1,0 +1,200 @@
+/* The GPU library candidate lists (lib/base/libs.c): what each library is
+ * looked for as, in order, with the install roots set and unset; and that
+ * uq_info_libraries reports exactly the list the loader walks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lib/base/libs.h"
+#include "uqjit.h"
+
+static void expect_list(uq__lib_id id, const uq__lib_roots *roots,
+                        const char *const *want) {
+  uq__lib_list l;
+  uq__libs_build(id, roots, &l);
+  size_t n = 0;
+  for (; want[n] != NULL; n++) {
+    if (n >= l.count)
+      fail_msg("%s: entry %zu missing, wanted %s", l.name, n, want[n]);
+    if (strcmp(l.candidates[n], want[n]) != 0)
+      fail_msg("%s: entry %zu is %s, wanted %s", l.name, n, l.candidates[n],
+               want[n]);
+  }
+  assert_int_equal(l.count, n);
+}
+
+static const uq__lib_roots no_roots = {NULL, NULL, NULL};
+static const uq__lib_roots roots = {"/x/rocm-7.0/", "/x/cuda-home",
+                                    "/x/cuda-path"};
+
+static void hip_runtime_tries_rocm5_to_7_under_rocm_path_and_opt_rocm(
+    void **s) {
+  (void)s;
+  static const char *const bare[] = {
+      "libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
+      "libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so",
+      "/opt/rocm/lib/libamdhip64.so.7", "/opt/rocm/lib/libamdhip64.so.6",
+      "/opt/rocm/lib/libamdhip64.so.5", NULL};
+  expect_list(UQ__LIB_HIP, &no_roots, bare);
+  static const char *const rooted[] = {
+      "libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
+      "libamdhip64.so.5", "/x/rocm-7.0/lib/libamdhip64.so",
+      "/x/rocm-7.0/lib/libamdhip64.so.7", "/x/rocm-7.0/lib/libamdhip64.so.6",
+      "/x/rocm-7.0/lib/libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so",
+      "/opt/rocm/lib/libamdhip64.so.7", "/opt/rocm/lib/libamdhip64.so.6",
+      "/opt/rocm/lib/libamdhip64.so.5", NULL};
+  expect_list(UQ__LIB_HIP, &roots, rooted);
+}
+
+static void hiprtc_tries_libhiprtc_then_rocm5_libamdhip64(void **s) {
+  (void)s;
+  static const char *const want[] = {
+      "libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6",
+      "/x/rocm-7.0/lib/libhiprtc.so", "/x/rocm-7.0/lib/libhiprtc.so.7",
+      "/x/rocm-7.0/lib/libhiprtc.so.6", "/opt/rocm/lib/libhiprtc.so",
+      "/opt/rocm/lib/libhiprtc.so.7", "/opt/rocm/lib/libhiprtc.so.6",
+      "libamdhip64.so.5", "/x/rocm-7.0/lib/libamdhip64.so.5",
+      "/opt/rocm/lib/libamdhip64.so.5", NULL};
+  expect_list(UQ__LIB_HIPRTC, &roots, want);
+}
+
+static void comgr_prefers_v2_then_v3_and_rocm_dirs(void **s) {
+  (void)s;
+  static const char *const want[] = {
+      "libamd_comgr.so.2", "libamd_comgr.so.3", "libamd_comgr.so",
+      "/opt/rocm/lib/libamd_comgr.so.2", "/opt/rocm/lib/libamd_comgr.so.3",
+      "/opt/rocm/lib/libamd_comgr.so", NULL};
+  expect_list(UQ__LIB_COMGR, &no_roots, want);
+  /* ROCM_PATH naming /opt/rocm adds nothing twice. */
+  uq__lib_roots opt = {"/opt/rocm//", NULL, NULL};
+  expect_list(UQ__LIB_COMGR, &opt, want);
+}
+
+static void cuda_driver_tries_its_soname_first(void **s) {
+  (void)s;
+  static const char *const want[] = {"libcuda.so.1", "libcuda.so", NULL};
+  expect_list(UQ__LIB_CUDA, &no_roots, want);
+  expect_list(UQ__LIB_CUDA, &roots, want);
+}
+
+static void nvrtc_tries_cuda12_13_under_cuda_home_path_and_local(void **s) {
+  (void)s;
+  static const char *const bare[] = {
+      "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+      "/usr/local/cuda/lib64/libnvrtc.so",
+      "/usr/local/cuda/lib64/libnvrtc.so.13",
+      "/usr/local/cuda/lib64/libnvrtc.so.12", NULL};
+  expect_list(UQ__LIB_NVRTC, &no_roots, bare);
+  static const char *const rooted[] = {
+      "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+      "/x/cuda-home/lib64/libnvrtc.so", "/x/cuda-home/lib64/libnvrtc.so.13",
+      "/x/cuda-home/lib64/libnvrtc.so.12", "/x/cuda-path/lib64/libnvrtc.so",
+      "/x/cuda-path/lib64/libnvrtc.so.13",
+      "/x/cuda-path/lib64/libnvrtc.so.12",
+      "/usr/local/cuda/lib64/libnvrtc.so",
+      "/usr/local/cuda/lib64/libnvrtc.so.13",
+      "/usr/local/cuda/lib64/libnvrtc.so.12", NULL};
+  expect_list(UQ__LIB_NVRTC, &roots, rooted);
+}
+
+/* The roots come from the environment; a relative one is ignored. */
+static void roots_read_from_environment_and_relative_ignored(void **s) {
+  (void)s;
+  setenv("ROCM_PATH", "/x/rocm", 1);
+  setenv("CUDA_HOME", "relative/cuda", 1);
+  unsetenv("CUDA_PATH");
+  uq__lib_roots r;
+  uq__libs_roots_read(&r);
+  assert_string_equal(r.rocm_path, "/x/rocm");
+  assert_null(r.cuda_home);
+  assert_null(r.cuda_path);
+}
+
+/* strstr that passes a NULL haystack through. */
+static const char *find_after(const char *hay, const char *needle) {
+  return hay != NULL ? strstr(hay, needle) : NULL;
+}
+
+/* uq_info_libraries lists, for every library, the process's list (the one
+ * uq__libs_open walks), in order, before its attempts; and its attempts are
+ * that list's first entries (no override set). */
+static void info_json_lists_the_loaders_candidates(void **s) {
+  (void)s;
+  for (int id = 0; id < UQ__LIB_COUNT_; id++)
+    unsetenv(uq__env_name(uq__libs_get((uq__lib_id)id)->override));
+  char *json = NULL;
+  assert_int_equal(uq_info_libraries(&json), 0);
+  assert_non_null(json);
+  for (int id = 0; id < UQ__LIB_COUNT_; id++) {
+    const uq__lib_list *l = uq__libs_get((uq__lib_id)id);
+    char key[64];
+    snprintf(key, sizeof key, "{\"id\": \"%s\"", l->name);
+    const char *obj = strstr(json, key);
+    assert_non_null(obj);
+    const char *p = find_after(obj, "\"candidates\": [");
+    const char *attempts = find_after(obj, "\"attempts\": [");
+    assert_non_null(attempts);
+    for (size_t i = 0; i < l->count; i++) {
+      char quoted[UQ__LIB_NAME_MAX + 4];
+      snprintf(quoted, sizeof quoted, "\"%s\"", l->candidates[i]);
+      p = find_after(p, quoted);
+      if (p == NULL || p > attempts)
+        fail_msg("%s: candidate %s missing or out of order", l->name,
+                 l->candidates[i]);
+      p += strlen(quoted);
+    }
+    assert_true(strncmp(p, "]", 1) == 0); /* nothing after the last */
+    uq__lib_probe *probe = calloc(1, sizeof *probe);
+    assert_non_null(probe);
+    uq__libs_probe((uq__lib_id)id, probe);
+    assert_true(probe->tried >= 1 && probe->tried <= l->count);
+    for (size_t i = 0; i < probe->tried; i++)
+      assert_string_equal(uq__libs_attempt(probe, i), l->candidates[i]);
+    free(probe);
+  }
+  uq_free(json);
+}
+
+/* An override replaces the list: the loader tries it alone, and info says
+ * so. */
+static void override_is_the_only_attempt(void **s) {
+  (void)s;
+  setenv("UQJIT_CUDA_LIB", "/nonexistent/libcuda-test.so", 1);
+  uq__lib_probe *probe = calloc(1, sizeof *probe);
+  assert_non_null(probe);
+  assert_int_not_equal(uq__libs_probe(UQ__LIB_CUDA, probe), 0);
+  assert_int_equal(probe->tried, 1);
+  assert_string_equal(uq__libs_attempt(probe, 0),
+                      "/nonexistent/libcuda-test.so");
+  assert_int_equal(probe->loaded, -1);
+  free(probe);
+  void *h = NULL;
+  assert_int_equal(uq__libs_open(UQ__LIB_CUDA, UQ_ENODEV, &h), UQ_ENODEV);
+  assert_non_null(strstr(uq_last_error(), "UQJIT_CUDA_LIB="));
+  char *json = NULL;
+  assert_int_equal(uq_info_libraries(&json), 0);
+  assert_non_null(strstr(json, "\"override_value\": "
+                               "\"/nonexistent/libcuda-test.so\""));
+  uq_free(json);
+  unsetenv("UQJIT_CUDA_LIB");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(hip_runtime_tries_rocm5_to_7_under_rocm_path_and_opt_rocm),
+      cmocka_unit_test(hiprtc_tries_libhiprtc_then_rocm5_libamdhip64),
+      cmocka_unit_test(comgr_prefers_v2_then_v3_and_rocm_dirs),
+      cmocka_unit_test(cuda_driver_tries_its_soname_first),
+      cmocka_unit_test(nvrtc_tries_cuda12_13_under_cuda_home_path_and_local),
+      cmocka_unit_test(roots_read_from_environment_and_relative_ignored),
+      cmocka_unit_test(info_json_lists_the_loaders_candidates),
+      cmocka_unit_test(override_is_the_only_attempt),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
