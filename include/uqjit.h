@@ -162,6 +162,18 @@ typedef enum {
   UQ_KERNEL_STORE = 4     /* K/V rows -> slots */
 } uq_kernel_kind;
 
+/* Targets. Wherever a target string is accepted (plans, keys, contexts,
+ * the uqjit command) it is an AMD "gfxNNN" with optional features
+ * ("gfx942:sramecc+:xnack-"), an NVIDIA "sm_NN" or "sm_NNa", or a GPU name,
+ * any case: "mi355x" = "gfx950:sramecc+:xnack-", "mi300x" and "mi325x" =
+ * "gfx942:sramecc+:xnack-", "mi250x", "mi250" and "mi210" =
+ * "gfx90a:sramecc+:xnack-", "h100" and "h200" = "sm_90a". A GPU name stands
+ * for exactly the target that device reports (AMD parts with their default
+ * SRAM ECC on, XNACK off; Hopper parts as the arch-specific sm_90a), so
+ * kernels warmed for it are the ones the device asks for. Every target is
+ * canonicalised (lower case, features sorted) before use; an unknown one is
+ * UQ_EINVAL with the accepted forms in uq_last_error(). At most
+ * UQ_TARGET_MAX bytes with the NUL. */
 #define UQ_TARGET_MAX 48
 
 /* The target layer inside the decode kernel. A key's name spells it as
