@@ -121,13 +121,28 @@ static const char *find_after(const char *hay, const char *needle) {
   return hay != NULL ? strstr(hay, needle) : NULL;
 }
 
-/* uq_info_libraries lists, for every library, the process's list (the one
+/* The process's lists are the environment's; uq_info_libraries lists, for
+ * every library, the process's list (the one
  * uq__libs_open walks), in order, before its attempts; and its attempts are
  * that list's first entries (no override set). */
 static void info_json_lists_the_loaders_candidates(void **s) {
   (void)s;
   for (int id = 0; id < UQ__LIB_COUNT_; id++)
     unsetenv(uq__env_name(uq__libs_get((uq__lib_id)id)->override));
+  /* The process's lists come from the environment at first use: the test
+   * before this one set ROCM_PATH=/x/rocm and nothing here built them yet. */
+  uq__lib_roots now;
+  uq__libs_roots_read(&now);
+  for (int id = 0; id < UQ__LIB_COUNT_; id++) {
+    uq__lib_list want;
+    uq__libs_build((uq__lib_id)id, &now, &want);
+    const uq__lib_list *got = uq__libs_get((uq__lib_id)id);
+    assert_int_equal(got->count, want.count);
+    for (size_t i = 0; i < want.count; i++)
+      assert_string_equal(got->candidates[i], want.candidates[i]);
+  }
+  assert_string_equal(uq__libs_get(UQ__LIB_HIP)->candidates[4],
+                      "/x/rocm/lib/libamdhip64.so");
   char *json = NULL;
   assert_int_equal(uq_info_libraries(&json), 0);
   assert_non_null(json);
