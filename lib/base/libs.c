@@ -140,14 +140,12 @@ const char *uq__libs_attempt(const uq__lib_probe *p, size_t i) {
   return i < p->list->count ? p->list->candidates[i] : NULL;
 }
 
-int uq__libs_probe(uq__lib_id id, uq__lib_probe *p) {
+int uq__libs_walk(const uq__lib_list *list, const char *forced,
+                  uq__lib_probe *p) {
   memset(p, 0, sizeof *p);
   p->loaded = -1;
-  p->list = uq__libs_get(id);
-  if (p->list == NULL)
-    return UQ_ENOENT;
-  /* An explicit choice is never silently replaced by the list. */
-  p->forced = uq__env_get(p->list->override);
+  p->list = list;
+  p->forced = forced;
   const char *name;
   for (size_t i = 0; (name = uq__libs_attempt(p, i)) != NULL; i++) {
     p->tried = i + 1;
@@ -160,6 +158,17 @@ int uq__libs_probe(uq__lib_id id, uq__lib_probe *p) {
     }
   }
   return UQ_ENOENT;
+}
+
+int uq__libs_probe(uq__lib_id id, uq__lib_probe *p) {
+  const uq__lib_list *list = uq__libs_get(id);
+  if (list == NULL) {
+    memset(p, 0, sizeof *p);
+    p->loaded = -1;
+    return UQ_ENOENT;
+  }
+  /* An explicit choice is never silently replaced by the list. */
+  return uq__libs_walk(list, uq__env_get(list->override), p);
 }
 
 int uq__libs_open(uq__lib_id id, int fail_status, void **handle) {

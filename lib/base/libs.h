@@ -73,6 +73,11 @@ typedef struct uq__lib_probe {
 /* Attempt `i`'s name: the override's value or the list's candidate. */
 const char *uq__libs_attempt(const uq__lib_probe *p, size_t i);
 
+/* The walk itself: `forced` alone when not NULL, else `list`'s candidates
+ * in order until one loads. 0 when one loaded, else UQ_ENOENT. */
+int uq__libs_walk(const uq__lib_list *list, const char *forced,
+                  uq__lib_probe *p);
+
 /* Tries to load `id` the way uq__libs_open does, recording every attempt
  * in *p. Returns 0 when one loaded, else UQ_ENOENT; sets no error detail. */
 int uq__libs_probe(uq__lib_id id, uq__lib_probe *p);
