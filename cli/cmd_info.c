@@ -15,10 +15,15 @@ static void info_usage(FILE *out) {
           "Reports the compilers (clang, hipRTC, NVRTC, comgr) and GPU "
           "runtimes\n"
           "found, with versions, the devices, and the cache directories in "
-          "use.\n\n"
+          "use.\n"
+          "For each library: the variable that overrides it, every candidate "
+          "in the\n"
+          "order the loader tries them, and which one loaded (or why none "
+          "did).\n\n"
           "options:\n"
           "  --json                     {\"version\", \"devices\", "
-          "\"cache_dir\", \"report\"}\n"
+          "\"cache_dir\", \"libraries\",\n"
+          "                             \"report\"}\n"
           "  -h, --help                 this help\n");
 }
 
@@ -28,6 +33,7 @@ typedef struct info_result {
   char *report;
   int devices;
   char *dir; /* NULL when there is none */
+  char *libraries; /* JSON array from uq_info_libraries */
 } info_result;
 
 /* argv -> *json. CLI_NEXT when the command should run; otherwise the exit
@@ -57,12 +63,16 @@ static int info_run(int json, info_result *res) {
     res->devices = 0;
   if (uq_cache_default_dir(&res->dir) != 0)
     res->dir = NULL;
+  rc = uq_info_libraries(&res->libraries);
+  if (rc != 0)
+    return cli_fail(CMD, rc, "cannot list the libraries");
   return CLI_EXIT_OK;
 }
 
 static void info_result_free(info_result *res) {
   uq_free(res->dir);
   uq_free(res->report);
+  uq_free(res->libraries);
 }
 
 static void info_print_json(const info_result *res) {
@@ -73,7 +83,7 @@ static void info_print_json(const info_result *res) {
     cli_json_string(stdout, res->dir);
   else
     printf("null");
-  printf(", \"report\": ");
+  printf(", \"libraries\": %s, \"report\": ", res->libraries);
   cli_json_string(stdout, res->report);
   printf("}\n");
 }

@@ -162,6 +162,18 @@ typedef enum {
   UQ_KERNEL_STORE = 4     /* K/V rows -> slots */
 } uq_kernel_kind;
 
+/* Targets. Wherever a target string is accepted (plans, keys, contexts,
+ * the uqjit command) it is an AMD "gfxNNN" with optional features
+ * ("gfx942:sramecc+:xnack-"), an NVIDIA "sm_NN" or "sm_NNa", or a GPU name,
+ * any case: "mi355x" = "gfx950:sramecc+:xnack-", "mi300x" and "mi325x" =
+ * "gfx942:sramecc+:xnack-", "mi250x", "mi250" and "mi210" =
+ * "gfx90a:sramecc+:xnack-", "h100" and "h200" = "sm_90a". A GPU name stands
+ * for exactly the target that device reports (AMD parts with their default
+ * SRAM ECC on, XNACK off; Hopper parts as the arch-specific sm_90a), so
+ * kernels warmed for it are the ones the device asks for. Every target is
+ * canonicalised (lower case, features sorted) before use; an unknown one is
+ * UQ_EINVAL with the accepted forms in uq_last_error(). At most
+ * UQ_TARGET_MAX bytes with the NUL. */
 #define UQ_TARGET_MAX 48
 
 /* The target layer inside the decode kernel. A key's name spells it as
@@ -387,6 +399,17 @@ UQ_EXTERN int uq_code_disassemble(const char *target, const void *obj,
 /* A report of compilers, runtimes, devices and cache directories found
  * (caller frees). */
 UQ_EXTERN int uq_info_report(char **text);
+/* The GPU libraries uqjit loads at first use (HIP runtime, hipRTC, comgr,
+ * CUDA driver, NVRTC) as a JSON array, one object per library: "id",
+ * "what", "override" (the variable that replaces the list, e.g.
+ * UQJIT_HIP_LIB) and "override_value" (null when unset), "candidates" (the
+ * names in the order the loader tries them: sonames, then under
+ * $ROCM_PATH/lib and /opt/rocm/lib, or $CUDA_HOME/lib64, $CUDA_PATH/lib64
+ * and /usr/local/cuda/lib64), "attempts" (each {"name", "loaded": file} or
+ * {"name", "error": dlerror text}) and "loaded" (the file, or null). Probing
+ * loads the libraries it finds, as a real run would. The caller frees *json
+ * with uq_free. UQ_EINVAL (json NULL), UQ_ENOMEM. */
+UQ_EXTERN int uq_info_libraries(char **json);
 
 /* Cache maintenance on one directory (NULL = the default writable one).
  * Entries live in <dir>/v2/<target>/<2 hex>/<30 hex>.<16 hex>.co: the

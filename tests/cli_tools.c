@@ -241,12 +241,26 @@ static void info_exits_zero_and_reports_compilers(void **s) {
   expect_ok(&r, "info");
   assert_true(!strncmp(r.out, "uqjit 0.1.0\n", 12));
   assert_non_null(strstr(r.out, "compilers"));
+  /* Every library with its override variable and candidates in order. */
+  assert_non_null(strstr(r.out, "libraries:\n  hip     the HIP runtime (UQJIT_HIP_LIB"));
+  assert_non_null(strstr(r.out, "UQJIT_HIPRTC_LIB"));
+  assert_non_null(strstr(r.out, "UQJIT_COMGR_LIB"));
+  assert_non_null(strstr(r.out, "UQJIT_CUDA_LIB"));
+  assert_non_null(strstr(r.out, "UQJIT_NVRTC_LIB"));
+  assert_non_null(strstr(r.out, " 1. libcuda.so.1 "));
   result_free(&r);
   r = RUN("info", "--json");
   expect_ok(&r, "info --json");
   assert_json(r.out);
   assert_true(!strncmp(json_field(r.out, "version"), "\"0.1.0\"", 7));
   assert_non_null(strstr(json_field(r.out, "report"), "compilers"));
+  const char *libs = json_field(r.out, "libraries");
+  assert_non_null(libs);
+  assert_int_equal(libs[0], '[');
+  assert_non_null(strstr(libs, "{\"id\": \"nvrtc\", \"what\": \"NVRTC\", "
+                               "\"override\": \"UQJIT_NVRTC_LIB\""));
+  assert_non_null(strstr(libs, "\"candidates\": [\"libcuda.so.1\", "
+                               "\"libcuda.so\"]"));
   result_free(&r);
 }
 

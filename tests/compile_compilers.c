@@ -463,7 +463,7 @@ static void info_report_lists_compilers_and_cache(void **state) {
   assert_int_equal(uq_info_report(&text), 0);
   assert_non_null(text);
   assert_non_null(strstr(text, "compilers:"));
-  assert_non_null(strstr(text, "runtimes:"));
+  assert_non_null(strstr(text, "libraries:"));
   assert_non_null(strstr(text, "cache:"));
   const uq__compiler *cc;
   if (uq__compiler_for_target("gfx950", &cc) == 0)

@@ -9,6 +9,17 @@
 #include "lib/base/buf.h"
 #include "lib/base/error.h"
 
+void *uq__dl_try(const char *name, char *why, size_t n) {
+  void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL && n > 0) {
+    /* dlerror() is thread-local in glibc, so reading it right after the
+     * failing call is safe under concurrency. */
+    const char *e = dlerror();
+    snprintf(why, n, "%s", e != NULL ? e : "?");
+  }
+  return h;
+}
+
 int uq__dl_open(uq__env_var override, const char *const *candidates,
                 const char *what, int fail_status, void **handle) {
   const char *forced = uq__env_get(override);
@@ -17,16 +28,14 @@ int uq__dl_open(uq__env_var override, const char *const *candidates,
   uq__buf tried;
   uq__buf_init(&tried);
   for (size_t i = 0; names[i] != NULL; i++) {
-    /* dlerror() is thread-local in glibc, so reading it right after the
-     * failing call is safe under concurrency. */
-    void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    char why[512];
+    void *h = uq__dl_try(names[i], why, sizeof why);
     if (h != NULL) {
       uq__buf_free(&tried);
       *handle = h;
       return 0;
     }
-    const char *why = dlerror();
-    uq__buf_printf(&tried, "\n  %s: %s", names[i], why != NULL ? why : "?");
+    uq__buf_printf(&tried, "\n  %s: %s", names[i], why);
   }
   if (forced != NULL)
     uq__errorf(fail_status, "%s not found: %s=%s could not be loaded:", what,

@@ -17,6 +17,10 @@
 int uq__dl_open(uq__env_var override, const char *const *candidates,
                 const char *what, int fail_status, void **handle);
 
+/* One attempt: dlopen(name, RTLD_NOW|RTLD_LOCAL). Returns the handle, or
+ * NULL with dlerror's text copied into why[n]. Sets no error detail. */
+void *uq__dl_try(const char *name, char *why, size_t n);
+
 /* Looks `symbol` up in `handle`; on failure UQ_ENOCOMPILER-style
  * `fail_status` naming the symbol and the library `libname`. */
 int uq__dl_sym(void *handle, const char *libname, const char *symbol,

@@ -20,6 +20,9 @@ static const char *const names[UQ__ENV_COUNT_] = {
     [UQ__ENV_HIPRTC_LIB] = "UQJIT_HIPRTC_LIB",
     [UQ__ENV_COMGR_LIB] = "UQJIT_COMGR_LIB",
     [UQ__ENV_OBJDUMP] = "UQJIT_OBJDUMP",
+    [UQ__ENV_ROCM_PATH] = "ROCM_PATH",
+    [UQ__ENV_CUDA_HOME] = "CUDA_HOME",
+    [UQ__ENV_CUDA_PATH] = "CUDA_PATH",
 };
 
 /* One warn-once flag per variable. */
@@ -51,6 +54,13 @@ const char *uq__env_get(uq__env_var var) {
   case UQ__ENV_HOME:
     /* Relative cache roots would move with the working directory. */
     ok = v[0] == '/';
+    break;
+  case UQ__ENV_ROCM_PATH:
+  case UQ__ENV_CUDA_HOME:
+  case UQ__ENV_CUDA_PATH:
+    /* Library candidates are built under these: a relative root would
+     * depend on the working directory. */
+    ok = v[0] == '/' && strlen(v) <= UQ__ENV_ROOT_MAX;
     break;
   default:
     break;

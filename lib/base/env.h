@@ -19,6 +19,9 @@ typedef enum {
   UQ__ENV_HIPRTC_LIB,    /* UQJIT_HIPRTC_LIB: libhiprtc (ROCm 6+) */
   UQ__ENV_COMGR_LIB,     /* UQJIT_COMGR_LIB: libamd_comgr */
   UQ__ENV_OBJDUMP,       /* UQJIT_OBJDUMP: llvm-objdump for AMD disassembly */
+  UQ__ENV_ROCM_PATH,     /* ROCM_PATH: ROCm install root (its lib/) */
+  UQ__ENV_CUDA_HOME,     /* CUDA_HOME: CUDA toolkit root (its lib64/) */
+  UQ__ENV_CUDA_PATH,     /* CUDA_PATH: CUDA toolkit root (its lib64/) */
   UQ__ENV_COUNT_
 } uq__env_var;
 
@@ -30,5 +33,9 @@ const char *uq__env_get(uq__env_var var);
 /* Boolean flags: UQJIT_DISABLE_JIT, UQJIT_QUIET. "1/true/yes/on" = 1,
  * "0/false/no/off"/unset = 0; anything else warns once and counts as 0. */
 int uq__env_flag(const char *name);
+
+/* Longest install root (ROCM_PATH, CUDA_HOME, CUDA_PATH) accepted; longer
+ * ones are invalid, so library paths built under them always fit. */
+#define UQ__ENV_ROOT_MAX 400
 
 #endif

@@ -18,6 +18,31 @@
 static const char *const amd_features[] = {"sramecc", "xnack"};
 #define AMD_FEATURE_COUNT (sizeof amd_features / sizeof amd_features[0])
 
+/* GPUs by the names users call them, each mapped to exactly the target
+ * the device reports (hipDeviceProp_t.gcnArchName canonicalised, or
+ * sm_90a for a compute capability 9.0 part, lib/gpu/platform_*.c), so that
+ * keys warmed for an alias are the keys the device asks for. These AMD
+ * parts run with SRAM ECC on and XNACK off by default, which is what they
+ * report; a device set up otherwise is named by its full gfx target. */
+static const struct {
+  const char *alias, *target;
+} aliases[] = {
+    {"mi355x", "gfx950:sramecc+:xnack-"}, {"mi300x", "gfx942:sramecc+:xnack-"},
+    {"mi325x", "gfx942:sramecc+:xnack-"}, {"mi250x", "gfx90a:sramecc+:xnack-"},
+    {"mi250", "gfx90a:sramecc+:xnack-"},  {"mi210", "gfx90a:sramecc+:xnack-"},
+    {"h100", "sm_90a"},                   {"h200", "sm_90a"},
+};
+#define ALIAS_COUNT (sizeof aliases / sizeof aliases[0])
+
+/* The alias list for messages: "mi355x, mi300x, ..." */
+static void alias_names(char *buf, size_t n) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < ALIAS_COUNT && used < n; i++)
+    used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "",
+                             aliases[i].alias);
+}
+
 static int lower_copy(const char *in, char *out, size_t n) {
   size_t len = strlen(in);
   if (len + 1 > n)
@@ -154,16 +179,24 @@ int uq__target_parse(const char *target, char *out, size_t n,
   /* Write nothing on failure, so callers never see half a target. */
   char canon[UQ_TARGET_MAX];
   int rc;
+  for (size_t i = 0; i < ALIAS_COUNT; i++)
+    if (strcmp(lower, aliases[i].alias) == 0) {
+      snprintf(lower, sizeof lower, "%s", aliases[i].target);
+      break;
+    }
   if (strncmp(lower, "gfx", 3) == 0)
     rc = parse_amd(lower, target, canon, sizeof canon, &local);
   else if (strncmp(lower, "sm", 2) == 0)
     rc = parse_nvidia(lower, target, canon, sizeof canon, &local);
-  else
+  else {
+    char names[128];
+    alias_names(names, sizeof names);
     rc = uq__errorf(UQ_EINVAL,
                     "unknown target '%s': expected an AMD gfxNNN (e.g. "
-                    "gfx950, gfx942:sramecc+:xnack-) or an NVIDIA sm_NN "
-                    "(e.g. sm_90)",
-                    target);
+                    "gfx950, gfx942:sramecc+:xnack-), an NVIDIA sm_NN "
+                    "(e.g. sm_90a) or a GPU name (%s)",
+                    target, names);
+  }
   if (rc != 0)
     return rc;
   size_t len = strlen(canon);

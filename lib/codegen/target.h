@@ -17,7 +17,9 @@ typedef struct uq__target_info {
 } uq__target_info;
 
 /* Parses and canonicalises a target string ("gfx950", "gfx950:sramecc+:xnack-",
- * "sm_90", "sm90"). Writes the canonical form into out (features
+ * "sm_90", "sm90", or a GPU name: "mi355x", "mi300x", "mi325x", "mi250x",
+ * "mi250", "mi210", "h100", "h200", which become the target that device
+ * reports, e.g. "gfx942:sramecc+:xnack-", "sm_90a"; any case). Writes the canonical form into out (features
  * sorted, lower case) and fills *info (may be NULL). UQ_EINVAL on an unknown
  * or malformed target, with the reason in uq_last_error(). */
 int uq__target_parse(const char *target, char *out, size_t n,

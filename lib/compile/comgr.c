@@ -10,16 +10,12 @@
 #include "lib/base/dl.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
+#include "lib/base/libs.h"
 #include "lib/base/uq_config.h"
 
 #if UQ_HAVE_COMGR_HEADERS
 
 #include <amd_comgr.h>
-
-/* The 2.x soname first: the header this is built against is 2.x, and 3.x
- * renumbered parts of the API. */
-static const char *const candidates[] = {
-    "libamd_comgr.so.2", "libamd_comgr.so.3", "libamd_comgr.so", NULL};
 
 #define COMGR_FUNCS(X)                                                         \
   X(amd_comgr_get_version)                                                     \
@@ -55,8 +51,7 @@ static comgr_api cached_api;
  * variable is read each time); symbols are resolved once per library. */
 static int comgr_load(const comgr_api **out) {
   void *h = NULL;
-  int status = uq__dl_open(UQ__ENV_COMGR_LIB, candidates, "comgr", UQ_ENOENT,
-                           &h);
+  int status = uq__libs_open(UQ__LIB_COMGR, UQ_ENOENT, &h);
   if (status != 0)
     return status;
   if (h != cached_handle) {

@@ -17,7 +17,8 @@
  * vgprs + agprs, lds_bytes, scratch_bytes) for the first kernel of the AMD
  * code object `obj`; fields absent from the metadata are -1, info->compiler
  * is left untouched. On failure *info is untouched and the status is
- * UQ_ENOENT (comgr not found: UQJIT_COMGR_LIB, libamd_comgr.so.2/.3/.so) or
+ * UQ_ENOENT (comgr not found: UQJIT_COMGR_LIB, else the candidates of
+ * lib/base/libs.h) or
  * UQ_EINVAL (comgr rejected the object or its metadata), with the reason in
  * uq_last_error(). Serialised process-wide (comgr 2.4 keeps LLVM state
  * that is not thread-safe). */

@@ -8,17 +8,6 @@
 
 #include "lib/compile/compiler_impl.h"
 
-/* ROCm 6+ first (it serves every current target), then ROCm 5's. */
-static const char *const candidates[] = {
-    "libhiprtc.so.7",
-    "libhiprtc.so.6",
-    "libhiprtc.so",
-    "/opt/rocm/lib/libhiprtc.so",
-    "libamdhip64.so.5",
-    "/opt/rocm/lib/libamdhip64.so.5",
-    NULL,
-};
-
 /* Same numerics policy as the other routes: contraction allowed globally,
  * written out because it is part of the cache key; the templates protect
  * the codec steps with explicit intrinsics. ROCm 5.2 spells the target
@@ -36,9 +25,7 @@ static const uq__rtc_desc hiprtc = {
     .code = "GetCode",
     .source_ext = ".hip",
     .code_what = "code object",
-    .override = UQ__ENV_HIPRTC_LIB,
-    .candidates = candidates,
-    .what = "hipRTC",
+    .lib = UQ__LIB_HIPRTC,
 };
 
 static int hiprtc_compile(const uq__compiler *cc, const char *target,

@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "lib/base/env.h"
+#include "lib/base/libs.h"
 #include "lib/compile/compiler.h"
 
 #define UQ__IDENTITY_MAX (PATH_MAX + 512)
@@ -34,9 +35,7 @@ typedef struct uq__rtc_desc {
   const char *code_size, *code;      /* "GetCUBINSize", "GetCUBIN" */
   const char *source_ext;            /* program name suffix: ".cu" */
   const char *code_what;             /* "cubin", for messages */
-  uq__env_var override;              /* library override variable */
-  const char *const *candidates;     /* libraries tried in order */
-  const char *what;                  /* "NVRTC", for load failures */
+  uq__lib_id lib;                    /* the library (lib/base/libs.h) */
 } uq__rtc_desc;
 
 struct uq__compiler {

@@ -16,16 +16,6 @@
 _Static_assert(NVRTC_SUCCESS == 0 && sizeof(nvrtcResult) == sizeof(int),
                "nvrtcResult is not an int with 0 for success");
 
-static const char *const candidates[] = {
-    "libnvrtc.so.13",
-    "libnvrtc.so.12",
-    "libnvrtc.so",
-    "/usr/local/cuda/lib64/libnvrtc.so.13",
-    "/usr/local/cuda/lib64/libnvrtc.so.12",
-    "/usr/local/cuda/lib64/libnvrtc.so",
-    NULL,
-};
-
 /* --fmad=true is NVRTC's default, spelled out because it is part of the
  * numerics contract and of the cache key: contraction is allowed globally
  * (the attention math needs it to be fast) and the templates use explicit
@@ -43,9 +33,7 @@ static const uq__rtc_desc nvrtc = {
     .code = "GetCUBIN",
     .source_ext = ".cu",
     .code_what = "cubin",
-    .override = UQ__ENV_NVRTC_LIB,
-    .candidates = candidates,
-    .what = "NVRTC",
+    .lib = UQ__LIB_NVRTC,
 };
 
 static int nvrtc_compile(const uq__compiler *cc, const char *target,

@@ -9,6 +9,7 @@
 #include "lib/base/alloc.h"
 #include "lib/base/dl.h"
 #include "lib/base/error.h"
+#include "lib/base/libs.h"
 #include "lib/compile/compiler_impl.h"
 
 typedef int (*version_fn)(int *, int *);
@@ -27,8 +28,7 @@ static const char *errstr(const uq__rtc_api *api, int r) {
 int uq__rtc_load(uq__compiler *cc, const uq__rtc_desc *d, int *major,
                  int *minor) {
   void *h = NULL;
-  int status = uq__dl_open(d->override, d->candidates, d->what,
-                           UQ_ENOCOMPILER, &h);
+  int status = uq__libs_open(d->lib, UQ_ENOCOMPILER, &h);
   if (status != 0)
     return status;
   struct {

@@ -14,6 +14,7 @@
 #include "lib/base/alloc.h"
 #include "lib/base/dl.h"
 #include "lib/base/error.h"
+#include "lib/base/libs.h"
 #include "lib/base/uq_config.h"
 
 #if UQ_HAVE_CUDA_HEADERS
@@ -102,11 +103,8 @@ static int fail(CUresult r, const char *call) {
   } while (0)
 
 static void do_init(void) {
-  static const char *const candidates[] = {"libcuda.so.1", "libcuda.so",
-                                           NULL};
   void *lib = NULL;
-  int rc = uq__dl_open(UQ__ENV_CUDA_LIB, candidates, "the CUDA driver",
-                       UQ_ENODEV, &lib);
+  int rc = uq__libs_open(UQ__LIB_CUDA, UQ_ENODEV, &lib);
   if (rc == 0) {
 #define UQ__CUDA_SYM(fn)                                                     \
   if (rc == 0)                                                               \

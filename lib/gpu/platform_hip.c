@@ -17,6 +17,7 @@
 #include "lib/base/alloc.h"
 #include "lib/base/dl.h"
 #include "lib/base/error.h"
+#include "lib/base/libs.h"
 
 typedef int hip_status;
 typedef void *hip_ptr;
@@ -83,11 +84,8 @@ static int fail(hip_status r, const char *call) {
   } while (0)
 
 static void do_init(void) {
-  static const char *const candidates[] = {
-      "libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5", NULL};
   void *lib = NULL;
-  int rc = uq__dl_open(UQ__ENV_HIP_LIB, candidates, "the HIP runtime",
-                       UQ_ENODEV, &lib);
+  int rc = uq__libs_open(UQ__LIB_HIP, UQ_ENODEV, &lib);
   static const struct {
     const char *name;
     void **slot;

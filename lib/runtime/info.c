@@ -4,9 +4,9 @@
 
 #include "lib/base/alloc.h"
 #include "lib/base/buf.h"
-#include "lib/base/dl.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
+#include "lib/base/libs.h"
 #include "lib/base/os.h"
 #include "lib/compile/compiler.h"
 #include "lib/gpu/platform.h"
@@ -63,17 +63,53 @@ static void report_compilers(uq__buf *b) {
   }
 }
 
-static void report_library(uq__buf *b, const char *label, uq__env_var var,
-                           const char *const *names) {
-  void *h;
-  if (uq__dl_open(var, names, label, UQ_ENODEV, &h) == 0) {
-    char path[4096];
-    uq__dl_path(h, path, sizeof path);
-    uq__buf_printf(b, "  %-7s %s\n", label, path[0] ? path : "(loaded)");
-  } else {
-    uq__buf_printf(b, "  %-7s not found\n", label);
-    put_detail(b);
+/* dlerror's text without the leading "name: " it usually repeats. */
+static const char *why_text(const char *name, const char *why) {
+  size_t n = strlen(name);
+  if (strncmp(why, name, n) == 0 && why[n] == ':' && why[n + 1] == ' ')
+    return why + n + 2;
+  return why;
+}
+
+/* One library: what overrides it, each candidate in the order the loader
+ * tries them (the same uq__libs_probe walk the loader runs) and how each
+ * attempt went. */
+static void report_library(uq__buf *b, uq__lib_id id, uq__lib_probe *p) {
+  int ok = uq__libs_probe(id, p) == 0;
+  const uq__lib_list *l = p->list;
+  const char *var = uq__env_name(l->override);
+  if (p->forced != NULL)
+    uq__buf_printf(b, "  %-7s %s (%s=%s: only it is tried)\n", l->name,
+                   l->what, var, p->forced);
+  else
+    uq__buf_printf(b, "  %-7s %s (%s unset)\n", l->name, l->what, var);
+  for (size_t i = 0; i < p->tried; i++) {
+    const char *name = uq__libs_attempt(p, i);
+    if ((int)i == p->loaded)
+      uq__buf_printf(b, "    %2zu. %-32s loaded: %s\n", i + 1, name,
+                     p->path[0] ? p->path : "(path unknown)");
+    else
+      uq__buf_printf(b, "    %2zu. %-32s %s\n", i + 1, name,
+                     why_text(name, p->why[i]));
   }
+  size_t first = p->forced != NULL ? 0 : p->tried;
+  for (size_t i = first; i < l->count; i++)
+    uq__buf_printf(b, "    %2zu. %-32s %s\n", i + 1, l->candidates[i],
+                   p->forced != NULL ? "skipped (override set)" : "not tried");
+  if (!ok)
+    uq__buf_printf(b, "    not found (set %s to its path)\n", var);
+}
+
+static void report_libraries(uq__buf *b) {
+  uq__buf_puts(b, "libraries:\n");
+  uq__lib_probe *p = uq__calloc(1, sizeof *p);
+  if (p == NULL) {
+    b->status = UQ_ENOMEM;
+    return;
+  }
+  for (int id = 0; id < UQ__LIB_COUNT_; id++)
+    report_library(b, (uq__lib_id)id, p);
+  uq__free(p);
 }
 
 static void report_tools(uq__buf *b) {
@@ -160,18 +196,7 @@ int uq_info_report(char **text) {
   report_compilers(&b);
   report_tools(&b);
 
-  /* Runtimes: whether they load; report_devices asks the one that serves
-   * this machine for its devices. */
-  static const char *const cuda[] = {"libcuda.so.1", NULL};
-  static const char *const hip[] = {"libamdhip64.so.6", "libamdhip64.so.5",
-                                    "libamdhip64.so", NULL};
-  static const char *const comgr[] = {"libamd_comgr.so.3", "libamd_comgr.so.2",
-                                      "libamd_comgr.so", NULL};
-  uq__buf_puts(&b, "runtimes:\n");
-  report_library(&b, "cuda", UQ__ENV_CUDA_LIB, cuda);
-  report_library(&b, "hip", UQ__ENV_HIP_LIB, hip);
-  report_library(&b, "comgr", UQ__ENV_COMGR_LIB, comgr);
-
+  report_libraries(&b);
   report_devices(&b);
   report_cache(&b);
   uq__error_clear();
@@ -182,5 +207,85 @@ int uq_info_report(char **text) {
   *text = uq__buf_take(&b, NULL);
   if (*text == NULL)
     return uq__errorf(UQ_ENOMEM, "out of memory building the report");
+  return 0;
+}
+
+/* s as a JSON string (quotes, backslashes and control characters escaped);
+ * NULL as null. */
+static void json_str(uq__buf *b, const char *s) {
+  if (s == NULL) {
+    uq__buf_puts(b, "null");
+    return;
+  }
+  uq__buf_puts(b, "\"");
+  for (; *s != '\0'; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      uq__buf_printf(b, "\\%c", c);
+    else if (c < 0x20)
+      uq__buf_printf(b, "\\u%04x", c);
+    else
+      uq__buf_append(b, s, 1);
+  }
+  uq__buf_puts(b, "\"");
+}
+
+static void json_library(uq__buf *b, uq__lib_id id, uq__lib_probe *p) {
+  int ok = uq__libs_probe(id, p) == 0;
+  const uq__lib_list *l = p->list;
+  uq__buf_puts(b, "{\"id\": ");
+  json_str(b, l->name);
+  uq__buf_puts(b, ", \"what\": ");
+  json_str(b, l->what);
+  uq__buf_puts(b, ", \"override\": ");
+  json_str(b, uq__env_name(l->override));
+  uq__buf_puts(b, ", \"override_value\": ");
+  json_str(b, p->forced);
+  uq__buf_puts(b, ", \"candidates\": [");
+  for (size_t i = 0; i < l->count; i++) {
+    uq__buf_puts(b, i ? ", " : "");
+    json_str(b, l->candidates[i]);
+  }
+  uq__buf_puts(b, "], \"attempts\": [");
+  for (size_t i = 0; i < p->tried; i++) {
+    uq__buf_puts(b, i ? ", {\"name\": " : "{\"name\": ");
+    json_str(b, uq__libs_attempt(p, i));
+    if ((int)i == p->loaded) {
+      uq__buf_puts(b, ", \"loaded\": ");
+      json_str(b, p->path[0] ? p->path : uq__libs_attempt(p, i));
+    } else {
+      uq__buf_puts(b, ", \"error\": ");
+      json_str(b, p->why[i]);
+    }
+    uq__buf_puts(b, "}");
+  }
+  uq__buf_puts(b, "], \"loaded\": ");
+  json_str(b, ok ? (p->path[0] ? p->path : uq__libs_attempt(p, p->loaded))
+                 : NULL);
+  uq__buf_puts(b, "}");
+}
+
+int uq_info_libraries(char **json) {
+  uq__error_clear();
+  if (json == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_info_libraries: json is NULL");
+  *json = NULL;
+  uq__lib_probe *p = uq__calloc(1, sizeof *p);
+  if (p == NULL)
+    return uq__errorf(UQ_ENOMEM, "out of memory probing the libraries");
+  uq__buf b;
+  uq__buf_init(&b);
+  uq__buf_puts(&b, "[");
+  for (int id = 0; id < UQ__LIB_COUNT_; id++) {
+    uq__buf_puts(&b, id ? ", " : "");
+    json_library(&b, (uq__lib_id)id, p);
+  }
+  uq__buf_puts(&b, "]");
+  uq__free(p);
+  if (b.status == 0)
+    *json = uq__buf_take(&b, NULL);
+  uq__buf_free(&b);
+  if (*json == NULL)
+    return uq__errorf(UQ_ENOMEM, "out of memory building the library list");
   return 0;
 }
