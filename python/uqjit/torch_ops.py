@@ -13,6 +13,9 @@ _lock = threading.Lock()
 _contexts: Dict[int, Context] = {}
 # (plan-relevant shape, device, dtype) -> uint8 workspace tensor
 _workspaces: Dict[tuple, object] = {}
+# Workspaces outgrown by a larger batch: kept alive, since CUDA graphs
+# captured earlier still point into them.
+_retired = []
 # shape tuple -> (uq_shape, workspace bytes) of shapes already run once
 _shapes: Dict[tuple, Tuple[L.Shape, int]] = {}
 # PiT tensors already found to be the Hadamard matrix
@@ -149,6 +152,9 @@ def _workspace(pool_key, nbytes, device, buf_holder):
     if buf.data_ptr() % 256:
         raise RuntimeError("uqjit: the allocator returned a workspace that "
                            "is not 256-byte aligned")
+    old = pool.get(pool_key)
+    if old is not None:
+        _retired.append(old)
     pool[pool_key] = buf
     return buf
 
@@ -255,9 +261,10 @@ def flydsl_ultraquant_decode_attention(query, kv_cache, block_table,
 
 def release() -> None:
     """Drops the pooled workspaces and the shared contexts (no decode may
-    be in flight)."""
+    be in flight, and no CUDA graph that ran one may be replayed)."""
     with _lock:
         _workspaces.clear()
+        del _retired[:]
         _shapes.clear()
         for ctx in _contexts.values():
             ctx.close()
