@@ -20,36 +20,6 @@ void *uq__dl_try(const char *name, char *why, size_t n) {
   return h;
 }
 
-int uq__dl_open(uq__env_var override, const char *const *candidates,
-                const char *what, int fail_status, void **handle) {
-  const char *forced = uq__env_get(override);
-  const char *only[2] = {forced, NULL};
-  const char *const *names = forced != NULL ? only : candidates;
-  uq__buf tried;
-  uq__buf_init(&tried);
-  for (size_t i = 0; names[i] != NULL; i++) {
-    char why[512];
-    void *h = uq__dl_try(names[i], why, sizeof why);
-    if (h != NULL) {
-      uq__buf_free(&tried);
-      *handle = h;
-      return 0;
-    }
-    uq__buf_printf(&tried, "\n  %s: %s", names[i], why);
-  }
-  if (forced != NULL)
-    uq__errorf(fail_status, "%s not found: %s=%s could not be loaded:", what,
-               uq__env_name(override), forced);
-  else
-    uq__errorf(fail_status,
-               "%s not found (set %s to its path); tried:", what,
-               uq__env_name(override));
-  uq__error_append(tried.status == 0 && tried.data != NULL ? tried.data
-                                                           : " (out of memory)");
-  uq__buf_free(&tried);
-  return fail_status;
-}
-
 int uq__dl_sym(void *handle, const char *libname, const char *symbol,
                int fail_status, void **out) {
   dlerror();
