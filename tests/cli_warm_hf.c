@@ -407,6 +407,18 @@ static void warm_compiles_every_manifest_key_then_all_hit(void **s) {
   expect_ok(&r, "verify");
   assert_int_equal(json_int(r.out, "good"), (long long)want.n);
   result_free(&r);
+  r = RUN("cache", "verify", "--cache-dir", cache, "--manifest", manifest);
+  expect_ok(&r, "verify --manifest");
+  result_free(&r);
+  /* Each key the library will request, found in the warmed cache the way
+   * a context with UQJIT_DISABLE_JIT=1 looks it up. */
+  unsetenv("UQJIT_CACHE_PATH");
+  for (size_t i = 0; i < want.n; i++) {
+    uq_key k;
+    assert_int_equal(uq_key_parse(want.v[i], &k), 0);
+    if (uq_cache_find(cache, &k, NULL, NULL) != 0)
+      fail_msg("planned kernel %s is not in the warmed cache", want.v[i]);
+  }
   set_free(&want);
   set_free(&file);
   nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
