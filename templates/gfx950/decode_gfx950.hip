@@ -19,84 +19,96 @@ constexpr int UQ_G950_TILE = 16;         /* tokens per tile */
 constexpr int UQ_G950_VROW = 256 + 8;    /* bf16 V tile row, padded by 8 elements */
 constexpr int UQ_G950_ROT_PASSES = (UQ_QG + 7) / 8; /* 8 query rows per pass */
 
-/* LDS (bytes): the E4M3 query (QG rows of 256), the K code tile (16 x 128),
- * the K scale dwords (16 x 2) and the bf16 V tile (16 x 264 x 2). */
-constexpr int UQ_G950_LDS = UQ_QG * 256 + 16 * 128 + 16 * 8 + 16 * UQ_G950_VROW * 2;
-static_assert(UQ_G950_LDS <= 64 + 16 * 512 + 8448 + 512,
+/* LDS (bytes): the E4M3 query (QG rows of 256, permuted) and one tile
+ * region of 8448 bytes that holds, in turn, the K code tile (16 x 128)
+ * with the K scale dwords (16 x 2 x 4) for QK, and the bf16 V tile
+ * (16 rows of 256 + 8 padding elements) for PV: 12544 bytes at QG 16,
+ * 10496 at 8, 9984 at 6. Below 160 KiB / 13 = 12603 bytes four waves a
+ * SIMD stay possible, so the backend schedules for 128 VGPRs. */
+constexpr int UQ_G950_REGION = UQ_G950_TILE * UQ_G950_VROW * 2;
+constexpr int UQ_G950_KS_OFF = UQ_G950_TILE * 128; /* K scale dwords, after the codes */
+constexpr int UQ_G950_LDS = UQ_QG * 256 + UQ_G950_REGION;
+static_assert(UQ_G950_KS_OFF + UQ_G950_TILE * 8 <= UQ_G950_REGION, "gfx950 layer: K tile too large");
+static_assert(UQ_G950_LDS <= 64 + UQ_QG * 512 + 8448 + 512,
               "gfx950 layer: LDS over the production layout's budget");
 
 /* One lane's share of a tile's cache bytes (gfx950_maps.hip, staging
- * loads): token lane >> 2, chunk lane & 3: 32 K code bytes, 32 V code
- * bytes and the scale dwords holding the chunk's two group bytes. */
+ * loads): token lane >> 2, chunk lane & 3: 32 code bytes and the scale
+ * dword holding the chunk's two group bytes, of K or of V. */
 struct uq_g950_stage {
-  uq_u32 k[8];
-  uq_u32 v[8];
-  uq_u32 ks;
-  uq_u32 vs;
+  uq_u32 c[8];
+  uq_u32 s;
 };
 
-/* Four 32-bit loads: slots are only 4-byte aligned (padded_slot % 4 == 0;
- * the V codes sit at +136), so no wider access is assumed; the AMD
- * backend merges them where it can. */
-UQ_DEV void uq_g950_load_words(uq_u32 *dst, const uq_u8 *src) {
-  const uq_u32 *w = (const uq_u32 *)src;
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    dst[i] = w[i];
+/* The lane's slot for the tile starting at token `base`, or null for a
+ * token at or past seq_len: such tokens touch neither their block-table
+ * entry nor their slot. Token indices fit 32 bits (the host refuses
+ * windows past INT32_MAX); the slot offset is 64-bit. */
+UQ_DEV const uq_u8 *uq_g950_slot(const uq_decode_params &p, const int *bt_row, int kh,
+                                 uq_u32 base, uq_u32 seq_len, int lane) {
+  const uq_u32 t = base + (uq_u32)uq_g950_stage_token(lane);
+  if (t >= seq_len)
+    return nullptr;
+  const int blk = bt_row[t / UQ_BLOCK_SIZE];
+  const uq_i64 row = (uq_i64)blk * UQ_BLOCK_SIZE + (t % UQ_BLOCK_SIZE);
+  return p.kv_cache + uq_slot_offset(row, kh);
 }
 
-/* Loads the lane's share of the tile starting at token `base`. Tokens at
- * or past seq_len touch neither their block-table entry nor their slot:
- * their codes and scales are 0, so their V converts to exact zeros (stale
- * bytes, scale byte 255 included, never meet a zero P as 0 x inf). */
-UQ_DEV void uq_g950_load_stage(uq_g950_stage &s, const uq_decode_params &p, const int *bt_row,
-                               int kh, long long base, long long seq_len, int lane) {
-  const long long t = base + uq_g950_stage_token(lane);
-  if (t < seq_len) {
-    const int blk = bt_row[t / UQ_BLOCK_SIZE];
-    const uq_i64 row = (uq_i64)blk * UQ_BLOCK_SIZE + (t % UQ_BLOCK_SIZE);
-    const uq_u8 *slot = p.kv_cache + uq_slot_offset(row, kh);
-    uq_g950_load_words(s.k, slot + uq_g950_stage_code_byte(lane, 0, 0));
-    uq_g950_load_words(s.k + 4, slot + uq_g950_stage_code_byte(lane, 0, 1));
-    uq_g950_load_words(s.v, slot + uq_g950_stage_code_byte(lane, 1, 0));
-    uq_g950_load_words(s.v + 4, slot + uq_g950_stage_code_byte(lane, 1, 1));
-    s.ks = *(const uq_u32 *)(slot + uq_g950_stage_scale_byte(lane, 0));
-    s.vs = *(const uq_u32 *)(slot + uq_g950_stage_scale_byte(lane, 1));
+/* Loads the lane's K (v = 0) or V (v = 1) share of the tile at `base`.
+ * 32-bit loads: slots are only 4-byte aligned (padded_slot % 4 == 0; the V
+ * codes sit at +136); the AMD backend merges them into 16-byte loads.
+ * Masked tokens get codes and scales 0, so their V converts to exact
+ * zeros: stale bytes (scale byte 255 included) never meet a zero P as
+ * 0 x inf. */
+UQ_DEV void uq_g950_load_stage(uq_g950_stage &st, const uq_decode_params &p, const int *bt_row,
+                               int kh, uq_u32 base, uq_u32 seq_len, int lane, int v) {
+  const uq_u8 *slot = uq_g950_slot(p, bt_row, kh, base, seq_len, lane);
+  if (slot != nullptr) {
+#pragma unroll
+    for (int part = 0; part < 2; ++part) {
+      const uq_u32 *w = (const uq_u32 *)(slot + uq_g950_stage_code_byte(lane, v, part));
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        st.c[4 * part + i] = w[i];
+    }
+    st.s = *(const uq_u32 *)(slot + uq_g950_stage_scale_byte(lane, v));
   } else {
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      s.k[i] = 0u;
-      s.v[i] = 0u;
-    }
-    s.ks = 0u;
-    s.vs = 0u;
+    for (int i = 0; i < 8; ++i)
+      st.c[i] = 0u;
+    st.s = 0u;
   }
 }
 
-/* Writes the lane's staged K codes and scale dword to LDS and its V codes,
- * converted to bf16 with their group scales, to the V tile. */
-UQ_DEV void uq_g950_stage_to_lds(const uq_g950_stage &s, uq_u32 *k_s, uq_u32 *ks_s, uq_u32 *v_s,
-                                 int lane) {
+/* The lane's K codes to the K tile (row = token, 128 code bytes) and, from
+ * chunks 0 and 2, scale dwords 0 and 1 of its token. */
+UQ_DEV void uq_g950_k_to_lds(const uq_g950_stage &st, uq_u32 *region, int lane) {
   const int tok = uq_g950_stage_token(lane);
   const int ch = uq_g950_stage_chunk(lane);
 #pragma unroll
   for (int w = 0; w < 8; ++w)
-    k_s[tok * 32 + 8 * ch + w] = s.k[w];
-  if ((ch & 1) == 0) /* chunks 0 and 2 hold scale dwords 0 and 1 */
-    ks_s[tok * 2 + (ch >> 1)] = s.ks;
-  /* V code byte n of the chunk: head dims 64 ch + 2 n, +1, group
-   * 2 ch + (n >> 4), scale byte 2 (ch & 1) + (n >> 4) of the dword. The
-   * convert uses only the fp32 exponent field: the byte itself. */
-  const float sc0 = uq_bits_f32(((s.vs >> (16 * (ch & 1))) & 0xffu) << 23);
-  const float sc1 = uq_bits_f32(((s.vs >> (16 * (ch & 1) + 8)) & 0xffu) << 23);
-  uq_u32 *vrow = v_s + tok * (UQ_G950_VROW / 2) + 32 * ch;
+    region[tok * 32 + 8 * ch + w] = st.c[w];
+  if ((ch & 1) == 0)
+    region[UQ_G950_KS_OFF / 4 + tok * 2 + (ch >> 1)] = st.s;
+}
+
+/* The lane's V codes, converted to bf16 with their group scales, to the V
+ * tile. Code byte n of chunk ch: head dims 64 ch + 2 n, +1, group
+ * 2 ch + (n >> 4), scale byte 2 (ch & 1) + (n >> 4) of the dword. The
+ * convert uses only the fp32 exponent field of its scale: the byte. */
+UQ_DEV void uq_g950_v_to_lds(const uq_g950_stage &st, uq_u32 *region, int lane) {
+  const int tok = uq_g950_stage_token(lane);
+  const int ch = uq_g950_stage_chunk(lane);
+  const float sc0 = uq_bits_f32(((st.s >> (16 * (ch & 1))) & 0xffu) << 23);
+  const float sc1 = uq_bits_f32(((st.s >> (16 * (ch & 1) + 8)) & 0xffu) << 23);
+  uq_u32 *vrow = region + tok * (UQ_G950_VROW / 2) + 32 * ch;
 #pragma unroll
   for (int w = 0; w < 8; ++w) {
     const float sc = w < 4 ? sc0 : sc1;
-    vrow[4 * w + 0] = uq_g950_cvt_fp4x2_bf16(s.v[w], sc, 0);
-    vrow[4 * w + 1] = uq_g950_cvt_fp4x2_bf16(s.v[w], sc, 1);
-    vrow[4 * w + 2] = uq_g950_cvt_fp4x2_bf16(s.v[w], sc, 2);
-    vrow[4 * w + 3] = uq_g950_cvt_fp4x2_bf16(s.v[w], sc, 3);
+    vrow[4 * w + 0] = uq_g950_cvt_fp4x2_bf16(st.c[w], sc, 0);
+    vrow[4 * w + 1] = uq_g950_cvt_fp4x2_bf16(st.c[w], sc, 1);
+    vrow[4 * w + 2] = uq_g950_cvt_fp4x2_bf16(st.c[w], sc, 2);
+    vrow[4 * w + 3] = uq_g950_cvt_fp4x2_bf16(st.c[w], sc, 3);
   }
 }
 
@@ -116,20 +128,19 @@ UQ_DEV void uq_g950_query_to_lds(const uq_decode_params &p, int b, int kh, int l
     const int run = uq_g950_rot_run(lane);
     const bool live = r < UQ_QG;
     float x[32];
+    if (live) {
+      const uq_i64 e0 =
+          UQ_FUSE_QROT
+              ? (uq_i64)b * UQ_Q_STRIDE_SEQ + (uq_i64)(kh * UQ_QG + r) * UQ_Q_STRIDE_HEAD + 32 * run
+              : ((uq_i64)b * UQ_NUM_KV_HEADS * UQ_QG + kh * UQ_QG + r) * UQ_HEAD_DIM + 32 * run;
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const int d = 32 * run + j;
-      float v = 0.0f;
-      if (live) {
-        if (UQ_FUSE_QROT) {
-          const uq_i64 e = (uq_i64)b * UQ_Q_STRIDE_SEQ + (uq_i64)(kh * UQ_QG + r) * UQ_Q_STRIDE_HEAD + d;
-          v = uq_load_elem(p.query, UQ_DTYPE, e);
-        } else {
-          const uq_i64 e = ((uq_i64)b * UQ_NUM_KV_HEADS * UQ_QG + kh * UQ_QG + r) * UQ_HEAD_DIM + d;
-          v = ((const float *)p.query)[e];
-        }
-      }
-      x[j] = v;
+      for (int j = 0; j < 32; ++j)
+        x[j] = UQ_FUSE_QROT ? uq_load_elem(p.query, UQ_DTYPE, e0 + j)
+                            : ((const float *)p.query)[e0 + j];
+    } else {
+#pragma unroll
+      for (int j = 0; j < 32; ++j)
+        x[j] = 0.0f;
     }
     if (UQ_FUSE_QROT) {
 #pragma unroll
@@ -174,12 +185,14 @@ UQ_DEV void uq_g950_query_to_lds(const uq_decode_params &p, int b, int kh, int l
   }
 }
 
-UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_params p) {
-  UQ_SHARED uq_u32 q_s[UQ_QG * 64];
-  UQ_SHARED uq_u32 k_s[UQ_G950_TILE * 32];
-  UQ_SHARED uq_u32 ks_s[UQ_G950_TILE * 2];
-  UQ_SHARED uq_u32 v_s[UQ_G950_TILE * UQ_G950_VROW / 2];
+/* Route-specific kernel attributes (prims_amd: the register budget). */
+#ifndef UQ_G950_KERNEL_ATTRS
+#define UQ_G950_KERNEL_ATTRS
+#endif
 
+UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G950_KERNEL_ATTRS void UQ_KERNEL_NAME(uq_decode_params p) {
+  UQ_SHARED uq_u32 q_s[UQ_QG * 64];
+  UQ_SHARED uq_u32 region[UQ_G950_REGION / 4];
   uq_grid_dependents(); /* the reduce may be scheduled */
   const int lane = uq_tid();
   const int b = uq_bid_x();
@@ -187,7 +200,7 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
   const int part = uq_bid_z();
   if (b >= p.batch)
     return;
-  const long long seq_len = uq_seq_len(p, b);
+  const uq_u32 seq_len = uq_seq_len(p, b);
   const uq_u32 trips = uq_tile_group_trips(part, (uq_u32)seq_len);
   const uq_i64 row0 = uq_partition_row0(b, kh, part);
   if (trips == 0u) {
@@ -196,22 +209,10 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
   }
   const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
 
-  /* The first tile's loads go out before the query work. */
-  uq_g950_stage st;
-  uq_g950_load_stage(st, p, bt_row, kh, (long long)part * 256, seq_len, lane);
-
   uq_g950_query_to_lds(p, b, kh, lane, q_s);
-  uq_barrier();
-  /* B operands of the two QK MFMAs: lane 16 g + j holds bytes
-   * [128 h + 32 g, +32) of permuted query row j; padding columns are 0. */
+
   const int g = lane >> 4;
   const int col = uq_g950_qk_b_query(lane);
-  uq_g950_fp8x32 qb[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int k = 0; k < 8; ++k)
-      qb[h][k] = col < UQ_QG ? q_s[(col * 256 + uq_g950_qk_b_byte(lane, h)) / 4 + k] : 0u;
 
   uq_g950_f32x4 acc[16];
 #pragma unroll
@@ -222,21 +223,28 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
   const float ninf = uq_neg_inf();
 
   const uq_u32 tiles = trips * 16u;
+  /* One tile per iteration: unrolling would multiply the live registers
+   * past the 128-VGPR budget. */
+#pragma unroll 1
   for (uq_u32 n = 0; n < tiles; ++n) {
-    const long long base =
-        ((long long)part + (long long)(n >> 4) * UQ_NUM_PARTITIONS) * 256 + (n & 15u) * UQ_G950_TILE;
+    /* tile n: tile group part + (n / 16) P, tile n % 16 of it (at most
+     * seq_len + 255: fits 32 bits) */
+    const uq_u32 base = ((uq_u32)part + (n >> 4) * (uq_u32)UQ_NUM_PARTITIONS) * 256u +
+                        (n & 15u) * (uq_u32)UQ_G950_TILE;
     if (base >= seq_len)
       break; /* uniform: only the last tile group runs past seq_len */
 
-    uq_barrier(); /* the previous tile's LDS reads are done */
-    uq_g950_stage_to_lds(st, k_s, ks_s, v_s, lane);
-    /* Depth-1 prefetch: the next tile's loads fly during this tile's math. */
-    const uq_u32 n1 = n + 1u;
-    const long long base1 =
-        n1 < tiles ? ((long long)part + (long long)(n1 >> 4) * UQ_NUM_PARTITIONS) * 256 +
-                         (n1 & 15u) * UQ_G950_TILE
-                   : seq_len;
-    uq_g950_load_stage(st, p, bt_row, kh, base1, seq_len, lane);
+    uq_barrier(); /* the previous tile's V reads (or the query's writes) are done */
+    /* The tile's V loads go out first and fly during the K staging, QK
+     * and the softmax. A depth-1 prefetch of the next tile's codes in
+     * registers (18 VGPRs) does not fit beside the 64 accumulator VGPRs
+     * within 128: clang 22 spills 40 to 250 VGPRs to scratch with it, even
+     * with only the next slot address prefetched. */
+    uq_g950_stage vst;
+    uq_g950_load_stage(vst, p, bt_row, kh, base, seq_len, lane, 1);
+    uq_g950_stage kst;
+    uq_g950_load_stage(kst, p, bt_row, kh, base, seq_len, lane, 0);
+    uq_g950_k_to_lds(kst, region, lane);
     uq_barrier();
 
     /* QK: A lane 16 g + i = K code bytes [64 h + 16 g, +16) of token i,
@@ -248,9 +256,15 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
       uq_g950_fp4x32 a;
 #pragma unroll
       for (int k = 0; k < 4; ++k)
-        a[k] = k_s[atok * 32 + uq_g950_qk_a_byte(lane, h) / 4 + k];
-      const uq_u32 sa = (ks_s[atok * 2 + h] >> (8 * g)) & 0xffu;
-      s4 = uq_g950_mfma_qk(s4, a, sa, qb[h]);
+        a[k] = region[atok * 32 + uq_g950_qk_a_byte(lane, h) / 4 + k];
+      const uq_u32 sa = (region[UQ_G950_KS_OFF / 4 + atok * 2 + h] >> (8 * g)) & 0xffu;
+      /* B: lane 16 g + j holds bytes [128 h + 32 g, +32) of permuted
+       * query row j; padding columns are zero queries. */
+      uq_g950_fp8x32 qb;
+#pragma unroll
+      for (int k = 0; k < 8; ++k)
+        qb[k] = col < UQ_QG ? q_s[(col * 256 + uq_g950_qk_b_byte(lane, h)) / 4 + k] : 0u;
+      s4 = uq_g950_mfma_qk(s4, a, sa, qb);
     }
 
     /* Online softmax for column col over the lane's tokens 4 g + r, in
@@ -259,7 +273,7 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
     float tmax = ninf;
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const long long tok = base + uq_g950_acc_token(lane, r);
+      const uq_u32 tok = base + (uq_u32)uq_g950_acc_token(lane, r);
       sc[r] = tok < seq_len ? UQ_SCALE * s4[r] : ninf;
       tmax = uq_fmax(tmax, sc[r]);
     }
@@ -287,9 +301,14 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_decode_param
     pb[0] = (uq_u32)uq_f32_to_bf16(pr[0]) | ((uq_u32)uq_f32_to_bf16(pr[1]) << 16);
     pb[1] = (uq_u32)uq_f32_to_bf16(pr[2]) | ((uq_u32)uq_f32_to_bf16(pr[3]) << 16);
 
+    /* V to LDS once every lane has read its K operands. */
+    uq_barrier();
+    uq_g950_v_to_lds(vst, region, lane);
+    uq_barrier();
+
     /* PV: per 16 head dims m, A = V transposed, lane 16 g + q supplying
      * the address of token uq_g950_vtr_token, dims uq_g950_vtr_dim. */
-    const uq_u16 *vtr = (const uq_u16 *)v_s + uq_g950_vtr_token(lane) * UQ_G950_VROW;
+    const uq_u16 *vtr = (const uq_u16 *)region + uq_g950_vtr_token(lane) * UQ_G950_VROW;
 #pragma unroll
     for (int m = 0; m < 16; ++m) {
 #pragma unroll

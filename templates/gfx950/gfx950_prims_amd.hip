@@ -11,6 +11,11 @@
  * uniformly. Semantics: docs/KERNELS.md and the layer's interface notes
  * at each function. */
 
+/* At most 128 arch + acc VGPRs (gfx950 shares 512 a SIMD lane between
+ * them), so that 4 waves fit a SIMD: the budget the production kernel
+ * keeps. */
+#define UQ_G950_KERNEL_ATTRS __attribute__((amdgpu_waves_per_eu(4, 8)))
+
 typedef float uq_g950_f32x4 __attribute__((ext_vector_type(4)));
 typedef uq_u32 uq_g950_fp4x32 __attribute__((ext_vector_type(4)));
 typedef uq_u32 uq_g950_fp8x32 __attribute__((ext_vector_type(8)));
