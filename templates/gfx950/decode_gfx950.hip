@@ -168,19 +168,20 @@ UQ_DEV void uq_g950_query_to_lds(const uq_decode_params &p, int b, int kh, int l
       for (int j = 0; j < 32; ++j)
         x[j] = uq_fmul_rn(x[j], UQ_FWHT_NORM);
     }
-    if (live) {
+    /* Every lane converts (primitives are called by the whole wave);
+     * only rows below UQ_QG are stored. */
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        float c[4];
+    for (int k = 0; k < 8; ++k) {
+      float c[4];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float v = x[4 * k + e];
-          c[e] = v > 448.0f ? 448.0f : (v < -448.0f ? -448.0f : v);
-        }
-        const uq_u32 word = uq_g950_cvt_fp8x2(c[0], c[1]) | (uq_g950_cvt_fp8x2(c[2], c[3]) << 16);
-        /* four consecutive dims stay consecutive under the permutation */
-        q_s[(r * 256 + uq_g950_qperm(32 * run + 4 * k)) >> 2] = word;
+      for (int e = 0; e < 4; ++e) {
+        const float v = x[4 * k + e];
+        c[e] = v > 448.0f ? 448.0f : (v < -448.0f ? -448.0f : v);
       }
+      const uq_u32 word = uq_g950_cvt_fp8x2(c[0], c[1]) | (uq_g950_cvt_fp8x2(c[2], c[3]) << 16);
+      /* four consecutive dims stay consecutive under the permutation */
+      if (live)
+        q_s[(r * 256 + uq_g950_qperm(32 * run + 4 * k)) >> 2] = word;
     }
   }
 }
