@@ -3,8 +3,9 @@
  * kv head kh, partition part) and all UQ_QG query heads (padded to 16
  * MFMA columns; columns >= UQ_QG hold zero queries and are never
  * written). Per 16-token tile: two scaled FP4 x E4M3 MFMAs for QK (K codes
- * with their UE8M0 bytes as A's scales, the query hoisted as E4M3 B
- * operands), the online softmax in fp32, V converted to bf16 in LDS by the
+ * with their UE8M0 bytes as A's scales; the query, rotated and converted
+ * to E4M3 once per workgroup and kept in LDS, as B operands), the online
+ * softmax in fp32, V converted to bf16 in LDS by the
  * hardware FP4 convert, and 16 bf16 MFMAs for PV with V read transposed.
  * Every CDNA4 operation goes through the uq_g950_* primitives, so this
  * text compiles for gfx950 (gfx950_prims_amd.hip) and for NVIDIA sm_90

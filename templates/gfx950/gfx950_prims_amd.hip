@@ -11,9 +11,10 @@
  * uniformly. Semantics: docs/KERNELS.md and the layer's interface notes
  * at each function. */
 
-/* At most 128 arch + acc VGPRs (gfx950 shares 512 a SIMD lane between
- * them), so that 4 waves fit a SIMD: the budget the production kernel
- * keeps. */
+/* Four waves a SIMD, i.e. at most 128 arch + acc VGPRs (gfx950 allocates
+ * both from one file of 512 per lane): the production kernel's budget.
+ * The backend honours it only where LDS lets four waves fit
+ * (decode_gfx950.hip keeps LDS under 160 KiB / 13). */
 #define UQ_G950_KERNEL_ATTRS __attribute__((amdgpu_waves_per_eu(4, 8)))
 
 typedef float uq_g950_f32x4 __attribute__((ext_vector_type(4)));
