@@ -42,10 +42,10 @@ static void plan_json_reports_sixteen_partitions_one_tile_group(void **state) {
   assert_true(!strncmp(json_field(r.out, "reduce_grid"), "[4, 8, 4]", 9));
   assert_true(!strncmp(json_field(r.out, "scale"), "0.0625", 6));
   assert_non_null(strstr(
-      r.out, "\"name\": \"uq_decode_gfx950_bf16_v0_d256_hk1_p16_mb64_s0."
+      r.out, "\"name\": \"uq_decode_gfx950_bf16_v1_d256_hk1_p16_mb64_s0."
              "06250000_qg8_bs32_ps272_fq1_t1_sq2048_sh256\""));
   assert_non_null(
-      strstr(r.out, "\"name\": \"uq_reduce_gfx950_bf16_v0_d256_hk1_p16_qg8\""));
+      strstr(r.out, "\"name\": \"uq_reduce_gfx950_bf16_v1_d256_hk1_p16_qg8\""));
   assert_non_null(strstr(r.out, "\"kind\": \"decode\""));
   assert_non_null(strstr(r.out, "\"kind\": \"reduce\""));
   assert_null(strstr(r.out, "\"kind\": \"prologue\""));
@@ -119,7 +119,7 @@ static void plan_text_summarises_the_plan(void **state) {
   assert_non_null(strstr(r.out, "eligible:          yes"));
   assert_non_null(strstr(r.out, "partitions (P):    16"));
   assert_non_null(strstr(r.out, "workspace:         266240 bytes"));
-  assert_non_null(strstr(r.out, "uq_decode_gfx950_bf16_v0_d256_hk1_p16_mb64"));
+  assert_non_null(strstr(r.out, "uq_decode_gfx950_bf16_v1_d256_hk1_p16_mb64"));
   result_free(&r);
 }
 

@@ -2,8 +2,8 @@
  * uqjit would use (NVRTC for sm_90 and sm_90a, offline clang for
  * gfx950/gfx942, hipRTC for gfx90a), over a matrix that covers each GQA
  * factor with each block size (fusion and the (P, TGPP) pair alternating),
- * plus the reduce, prologue and store kernels; sm_90 also with the matrix
- * layer, sm_90a with a smaller set of warpgroup-layer keys. gfx950 objects
+ * plus the reduce, prologue and store kernels; sm_90 and gfx950 also with
+ * the matrix layer, sm_90a with a smaller set of warpgroup-layer keys. gfx950 objects
  * must use no scratch, and warpgroup-layer decode kernels neither spill
  * nor pass 128 registers. Targets whose compiler is missing are reported
  * and left out; with none at all the program exits 77 (SKIP). Two worker
@@ -144,9 +144,10 @@ static void build_matrix(const char *target, const uq__compiler *cc,
   add_others(target, cc, full);
 }
 
-/* The sm_90 matrix layer (variant MATRIX): every decode key of the target
- * again with the matrix variant, plus a padded slot that is not a multiple
- * of 16 (the layer's 4-byte copy path). */
+/* The matrix layer (variant MATRIX: mma.sync on sm_90, the default gfx950
+ * layer on gfx950): every decode key of the target again with the matrix
+ * variant, plus a padded slot that is not a multiple of 16 (4-byte aligned
+ * slots). */
 static void add_matrix_variants(const char *target, const uq__compiler *cc) {
   size_t n = njobs;
   for (size_t i = 0; i < n; i++) {
@@ -284,6 +285,13 @@ static void every_kernel_compiles_for_every_target(void **state) {
       failed++;
       print_error("%s uses scratch: %d bytes\n", name, j->scratch);
     }
+    /* The gfx950 layer keeps arch + acc VGPRs within 128 (four waves a
+     * SIMD where LDS allows). */
+    if (j->key.kind == UQ_KERNEL_DECODE && j->key.variant == UQ_VARIANT_MATRIX &&
+        strncmp(j->key.target, "gfx950", 6) == 0 && (j->registers < 0 || j->registers > 128)) {
+      failed++;
+      print_error("%s: %d VGPRs + AGPRs, more than 128 or unknown\n", name, j->registers);
+    }
     /* The warpgroup decode layer is sized for 128 registers (four blocks
      * a multiprocessor) without spills: a spill costs local-memory traffic
      * in the chunk loop and can serialize the wgmma pipeline. */
@@ -344,7 +352,8 @@ int main(void) {
     }
     usable++;
     build_matrix(targets[t].target, cc, targets[t].full);
-    if (strncmp(targets[t].target, "sm_", 3) == 0)
+    if (strncmp(targets[t].target, "sm_", 3) == 0 ||
+        strcmp(targets[t].target, "gfx950") == 0)
       add_matrix_variants(targets[t].target, cc);
   }
   const uq__compiler *nv = NULL;

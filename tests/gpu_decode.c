@@ -263,17 +263,20 @@ int main(void) {
   };
   /* Every case runs on each layer the device's target has: the default
    * (the warpgroup layer on sm_90a, i.e. an H100/H200; the matrix layer on
-   * other NVIDIA targets from sm_90 on), UQJIT_VARIANT=matrix and
-   * UQJIT_VARIANT=portable. A layer the target lacks falls back to a lower
-   * one (the plan says which: printed per run).
-   * UQ_TEST_VARIANT=default|matrix|portable runs one of them only. */
-  static const char *const variants[] = {NULL, "matrix", "portable"};
+   * other NVIDIA targets from sm_90 on), UQJIT_VARIANT=matrix,
+   * UQJIT_VARIANT=portable and UQJIT_VARIANT=gfx950-emu (the gfx950 layer
+   * with every AMD instruction emulated, on sm_90 and newer). A layer the
+   * target lacks falls back to a lower one (the plan says which: printed
+   * per run). UQ_TEST_VARIANT=default|matrix|portable|gfx950-emu runs one
+   * of them only. */
+  static const char *const variants[] = {NULL, "matrix", "portable", "gfx950-emu"};
   const int nvariants = (int)(sizeof variants / sizeof variants[0]);
   const char *only = getenv("UQ_TEST_VARIANT");
   if (only != NULL && strcmp(only, "default") != 0 &&
-      strcmp(only, "matrix") != 0 && strcmp(only, "portable") != 0) {
-    fprintf(stderr, "UQ_TEST_VARIANT=%s: expected default, matrix or "
-                    "portable\n", only);
+      strcmp(only, "matrix") != 0 && strcmp(only, "portable") != 0 &&
+      strcmp(only, "gfx950-emu") != 0) {
+    fprintf(stderr, "UQ_TEST_VARIANT=%s: expected default, matrix, "
+                    "portable or gfx950-emu\n", only);
     uq_context_destroy(ctx);
     return 1;
   }

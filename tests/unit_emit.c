@@ -341,6 +341,68 @@ static void emit_block_threads_follow_the_launch_contract(void **state) {
   assert_int_equal(uq__gen_block_threads(&k), 128);
 }
 
+/* Variant 1 is the gfx950 layer on gfx950 (clang and hipRTC routes alike)
+ * and the mma.sync layer on sm_90; variant 3 is the same gfx950 kernel
+ * with the emulated primitives, on NVIDIA sm_90 and newer only. */
+static void emit_picks_the_layer_of_variant_and_target(void **state) {
+  (void)state;
+  static const uq__route amd_routes[] = {UQ__ROUTE_CLANG, UQ__ROUTE_HIPRTC};
+  for (size_t r = 0; r < 2; r++) {
+    uq_key k = decode_key("gfx950", 16, 64, 1);
+    k.variant = UQ_VARIANT_MATRIX;
+    size_t n;
+    char *s = gen(&k, amd_routes[r], &n);
+    assert_non_null(strstr(s, "/* ---- gfx950_maps.hip ---- */"));
+    assert_non_null(strstr(s, "/* ---- gfx950_prims_amd.hip ---- */"));
+    assert_non_null(strstr(s, "/* ---- decode_gfx950.hip ---- */"));
+    assert_null(strstr(s, "/* ---- gfx950_prims_emu.hip ---- */"));
+    assert_null(strstr(s, "/* ---- decode.hip ---- */"));
+    assert_non_null(strstr(s, "constexpr int UQ_VARIANT = 1;"));
+    uq_free(s);
+  }
+  uq_key k = decode_key("sm_90", 16, 64, 1);
+  k.variant = UQ_VARIANT_GFX950_EMU;
+  size_t n;
+  char *s = gen(&k, UQ__ROUTE_NVRTC, &n);
+  const char *at = strstr(s, "/* ---- gfx950_maps.hip ---- */");
+  assert_non_null(at);
+  at = strstr(at, "/* ---- cdna4_layouts.hip ---- */");
+  assert_non_null(at);
+  at = strstr(at, "/* ---- gfx950_prims_emu.hip ---- */");
+  assert_non_null(at);
+  assert_non_null(strstr(at, "/* ---- decode_gfx950.hip ---- */"));
+  assert_null(strstr(s, "/* ---- gfx950_prims_amd.hip ---- */"));
+  assert_non_null(strstr(s, "constexpr int UQ_VARIANT = 3;"));
+  assert_non_null(strstr(s, "constexpr int UQ_BLOCK_THREADS = 64;"));
+  assert_int_equal(uq__gen_block_threads(&k), 64);
+  uq_free(s);
+  k.variant = UQ_VARIANT_MATRIX;
+  s = gen(&k, UQ__ROUTE_NVRTC, &n);
+  assert_non_null(strstr(s, "/* ---- decode_mma_sm90.hip ---- */"));
+  assert_null(strstr(s, "/* ---- decode_gfx950.hip ---- */"));
+  uq_free(s);
+
+  uq__buf b;
+  uq__buf_init(&b);
+  k = decode_key("gfx950", 16, 64, 1);
+  k.variant = UQ_VARIANT_GFX950_EMU; /* the emulation is NVIDIA's */
+  assert_int_equal(uq__gen_source(&k, UQ__ROUTE_CLANG, &b), UQ_EINVAL);
+  assert_non_null(strstr(uq_last_error(), "gfx950-emu"));
+  k = decode_key("sm_80", 16, 64, 1);
+  k.variant = UQ_VARIANT_GFX950_EMU;
+  assert_int_equal(uq__gen_source(&k, UQ__ROUTE_NVRTC, &b), UQ_EINVAL);
+  k = decode_key("gfx942", 16, 64, 1);
+  k.variant = UQ_VARIANT_MATRIX; /* no matrix layer on gfx942 */
+  assert_int_equal(uq__gen_source(&k, UQ__ROUTE_CLANG, &b), UQ_EINVAL);
+  k = decode_key("gfx950", 16, 64, 1);
+  k.variant = UQ_VARIANT_MATRIX;
+  k.head_dim = 128;
+  k.stride_q_head = 128;
+  assert_int_equal(uq__gen_source(&k, UQ__ROUTE_CLANG, &b), UQ_EINVAL);
+  assert_int_equal(b.len, 0);
+  uq__buf_free(&b);
+}
+
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (f == NULL)
@@ -403,6 +465,7 @@ int main(void) {
       cmocka_unit_test(emit_every_kind_and_route),
       cmocka_unit_test(emit_refuses_invalid_keys_and_wrong_routes),
       cmocka_unit_test(emit_block_threads_follow_the_launch_contract),
+      cmocka_unit_test(emit_picks_the_layer_of_variant_and_target),
       cmocka_unit_test(emit_embedded_templates_equal_the_files),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

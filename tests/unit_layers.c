@@ -1,6 +1,6 @@
-/* The decode layer table: one row per variant at its own index, every
- * row's templates embedded, the choice of layer per target and
- * UQJIT_VARIANT, and the refusals worded from the rows. */
+/* The decode layer table: rows per (variant, target), every row's
+ * templates embedded, the choice of layer per target and UQJIT_VARIANT,
+ * and the refusals worded from the rows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,36 +22,74 @@ static uq__target_info parse(const char *target) {
   return info;
 }
 
-static void layers_sit_at_their_variant(void **state) {
+static void layers_are_found_by_variant_and_target(void **state) {
   (void)state;
-  assert_int_equal(uq__layers_count, 3);
-  for (int v = 0; v < uq__layers_count; v++) {
-    const uq__layer *l = uq__layer_find(v);
+  assert_int_equal(uq__variants_count, 4);
+  for (int v = 0; v < uq__variants_count; v++) {
+    const uq__layer *l = uq__layer_find(v, NULL);
     assert_non_null(l);
     assert_int_equal(l->variant, v);
     assert_non_null(l->name);
     assert_non_null(l->available);
-    assert_true(l->min_partition_tokens > 0);
   }
-  assert_null(uq__layer_find(-1));
-  assert_null(uq__layer_find(uq__layers_count));
+  for (int r = 0; r < uq__layers_count; r++) {
+    assert_true(uq__layers[r].min_partition_tokens > 0);
+    /* rows are in variant order */
+    if (r > 0)
+      assert_true(uq__layers[r].variant >= uq__layers[r - 1].variant);
+  }
+  assert_null(uq__layer_find(-1, NULL));
+  assert_null(uq__layer_find(uq__variants_count, NULL));
   /* The lowest layer serves every target: it is the fallback. */
   uq__target_info amd = parse("gfx950");
   assert_true(uq__layers[0].available(&amd));
   char list[128];
   uq__layer_list(list, sizeof list);
-  assert_string_equal(list, "0 portable, 1 matrix, 2 warpgroup");
+  assert_string_equal(list, "0 portable, 1 matrix, 2 warpgroup, 3 gfx950-emu");
+}
+
+/* Variant 1 is the mma.sync layer on NVIDIA and the gfx950 layer on
+ * gfx950; the emulation runs the gfx950 kernel text on NVIDIA. */
+static void variant_one_is_a_layer_per_target(void **state) {
+  (void)state;
+  uq__target_info sm90 = parse("sm_90"), g950 = parse("gfx950:sramecc+:xnack-");
+  uq__target_info g942 = parse("gfx942");
+  const uq__layer *nv = uq__layer_find(UQ_VARIANT_MATRIX, &sm90);
+  const uq__layer *amd = uq__layer_find(UQ_VARIANT_MATRIX, &g950);
+  assert_ptr_not_equal(nv, amd);
+  assert_string_equal(nv->templates[3], "decode_mma_sm90.hip");
+  assert_string_equal(amd->templates[1], "gfx950_maps.hip");
+  assert_string_equal(amd->templates[2], "gfx950_prims_amd.hip");
+  assert_string_equal(amd->templates[3], "decode_gfx950.hip");
+  assert_null(amd->templates[4]);
+  assert_int_equal(amd->block_threads, 64);
+  assert_int_equal(uq__target_block_threads(&g950, UQ_VARIANT_MATRIX), 64);
+  assert_int_equal(uq__target_block_threads(&sm90, UQ_VARIANT_MATRIX), 128);
+  assert_false(uq__layer_find(UQ_VARIANT_MATRIX, &g942)->available(&g942));
+  const uq__layer *emu = uq__layer_find(UQ_VARIANT_GFX950_EMU, &sm90);
+  assert_true(emu->available(&sm90));
+  assert_false(emu->available(&g950));
+  assert_false(emu->available(&g942));
+  static const char *const emu_templates[] = {
+      "layer_common.hip", "gfx950_maps.hip", "cdna4_layouts.hip",
+      "gfx950_prims_emu.hip", "decode_gfx950.hip"};
+  for (int i = 0; i < 5; i++)
+    assert_string_equal(emu->templates[i], emu_templates[i]);
+  assert_null(emu->templates[5]);
+  assert_int_equal(uq__target_block_threads(&sm90, UQ_VARIANT_GFX950_EMU), 64);
+  assert_int_equal(emu->head_dim, 256);
+  assert_int_equal(emu->max_query_group, 16);
 }
 
 static void layer_templates_are_embedded(void **state) {
   (void)state;
-  for (int v = 0; v < uq__layers_count; v++) {
-    const char *const *t = uq__layers[v].templates;
+  for (int r = 0; r < uq__layers_count; r++) {
+    const char *const *t = uq__layers[r].templates;
     assert_non_null(t);
     assert_non_null(t[0]);
     for (; *t != NULL; t++) {
       if (uq__template_text(*t, NULL) == NULL)
-        fail_msg("layer %s: template %s is not embedded", uq__layers[v].name,
+        fail_msg("layer %s: template %s is not embedded", uq__layers[r].name,
                  *t);
     }
   }
@@ -69,7 +107,19 @@ static void layer_choice_follows_target_and_setting(void **state) {
       {"sm_90a", "bogus", UQ_VARIANT_WARPGROUP},
       {"sm_90", "warpgroup", UQ_VARIANT_MATRIX},
       {"sm_80", NULL, UQ_VARIANT_PORTABLE},
-      {"gfx950", "matrix", UQ_VARIANT_PORTABLE},
+      {"gfx950", NULL, UQ_VARIANT_MATRIX},
+      {"gfx950:sramecc+:xnack-", NULL, UQ_VARIANT_MATRIX},
+      {"gfx950", "matrix", UQ_VARIANT_MATRIX},
+      {"gfx950", "portable", UQ_VARIANT_PORTABLE},
+      {"gfx950", "gfx950-emu", UQ_VARIANT_MATRIX},
+      {"gfx942", NULL, UQ_VARIANT_PORTABLE},
+      {"gfx942", "matrix", UQ_VARIANT_PORTABLE},
+      /* the emulation only when asked for, and only on sm_90 and newer */
+      {"sm_90", NULL, UQ_VARIANT_MATRIX},
+      {"sm_90", "gfx950-emu", UQ_VARIANT_GFX950_EMU},
+      {"sm_90a", "gfx950-emu", UQ_VARIANT_GFX950_EMU},
+      {"sm_100a", "gfx950-emu", UQ_VARIANT_GFX950_EMU},
+      {"sm_80", "gfx950-emu", UQ_VARIANT_PORTABLE},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (cases[i].setting != NULL)
@@ -78,7 +128,7 @@ static void layer_choice_follows_target_and_setting(void **state) {
       unsetenv("UQJIT_VARIANT");
     uq__target_info info = parse(cases[i].target);
     const uq__layer *l = uq__layer_choose(&info);
-    if (l->variant != cases[i].want)
+    if (l->variant != cases[i].want || !l->available(&info))
       fail_msg("%s with UQJIT_VARIANT=%s: layer %s, want variant %d",
                cases[i].target, cases[i].setting ? cases[i].setting : "",
                l->name, cases[i].want);
@@ -88,17 +138,33 @@ static void layer_choice_follows_target_and_setting(void **state) {
 
 static void layer_refusals_name_the_layer(void **state) {
   (void)state;
-  uq__target_info sm90 = parse("sm_90"), amd = parse("gfx950");
-  const uq__layer *wg = uq__layer_find(UQ_VARIANT_WARPGROUP);
-  const uq__layer *mx = uq__layer_find(UQ_VARIANT_MATRIX);
+  uq__target_info sm90 = parse("sm_90"), amd = parse("gfx942");
+  uq__target_info sm80 = parse("sm_80"), g950 = parse("gfx950");
+  const uq__layer *wg = uq__layer_find(UQ_VARIANT_WARPGROUP, &sm90);
+  const uq__layer *mx = uq__layer_find(UQ_VARIANT_MATRIX, &sm90);
   assert_int_equal(uq__layer_check_target(wg, &sm90, "sm_90"), UQ_EINVAL);
   assert_string_equal(uq_last_error(),
                       "target sm_90 has no warpgroup decode layer (variant 2; "
                       "it needs sm_90a); use the matrix or portable variant");
-  assert_int_equal(uq__layer_check_target(mx, &amd, "gfx950"), UQ_EINVAL);
+  assert_int_equal(uq__layer_check_target(uq__layer_find(1, &amd), &amd, "gfx942"),
+                   UQ_EINVAL);
   assert_string_equal(uq_last_error(),
-                      "target gfx950 has no matrix decode layer (variant 1); "
+                      "target gfx942 has no matrix decode layer (variant 1); "
                       "use the portable variant");
+  /* Only layers the target has are offered instead. */
+  assert_int_equal(uq__layer_check_target(uq__layer_find(2, &sm80), &sm80, "sm_80"),
+                   UQ_EINVAL);
+  assert_string_equal(uq_last_error(),
+                      "target sm_80 has no warpgroup decode layer (variant 2; "
+                      "it needs sm_90a); use the portable variant");
+  const uq__layer *emu = uq__layer_find(UQ_VARIANT_GFX950_EMU, &g950);
+  assert_int_equal(uq__layer_check_target(emu, &g950, "gfx950"), UQ_EINVAL);
+  assert_string_equal(uq_last_error(),
+                      "target gfx950 has no gfx950-emu decode layer (variant 3; "
+                      "it needs NVIDIA sm_90 or newer); use the matrix or "
+                      "portable variant");
+  assert_int_equal(uq__layer_check_target(uq__layer_find(1, &g950), &g950, "gfx950"), 0);
+  assert_int_equal(uq__layer_check_decode(uq__layer_find(1, &g950), 128, 8), UQ_EINVAL);
   assert_int_equal(uq__layer_check_target(mx, &sm90, "sm_90"), 0);
   assert_int_equal(uq__layer_check_decode(mx, 256, 16), 0);
   assert_int_equal(uq__layer_check_decode(mx, 128, 8), UQ_EINVAL);
@@ -110,7 +176,8 @@ static void layer_refusals_name_the_layer(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(layers_sit_at_their_variant),
+      cmocka_unit_test(layers_are_found_by_variant_and_target),
+      cmocka_unit_test(variant_one_is_a_layer_per_target),
       cmocka_unit_test(layer_templates_are_embedded),
       cmocka_unit_test(layer_choice_follows_target_and_setting),
       cmocka_unit_test(layer_refusals_name_the_layer),

@@ -543,10 +543,12 @@ static void policy_resolves_defaults_and_targets(void **state) {
 }
 
 /* The default is the best layer the target has: the warpgroup layer on
- * sm_90a only, the matrix layer on the other NVIDIA targets from sm_90 on,
- * the portable layer elsewhere. UQJIT_VARIANT=matrix / portable ask for a
- * lower layer, =warpgroup is the default spelled out, and a layer the
- * target lacks is never chosen; an invalid value is ignored. */
+ * sm_90a only, the matrix layer on the other NVIDIA targets from sm_90 on
+ * and on gfx950, the portable layer elsewhere. UQJIT_VARIANT=matrix /
+ * portable ask for a lower layer, =warpgroup is the default spelled out,
+ * =gfx950-emu (never a default) the emulated gfx950 layer on NVIDIA
+ * sm_90+, and a layer the target lacks is never chosen; an invalid value
+ * is ignored. */
 static void policy_picks_the_best_layer_unless_a_lower_one_is_asked(
     void **state) {
   (void)state;
@@ -574,11 +576,20 @@ static void policy_picks_the_best_layer_unless_a_lower_one_is_asked(
       {"sm_80", NULL, UQ_VARIANT_PORTABLE},
       {"sm_80", "matrix", UQ_VARIANT_PORTABLE},
       {"sm_80", "warpgroup", UQ_VARIANT_PORTABLE},
-      {"gfx950", NULL, UQ_VARIANT_PORTABLE},
-      {"gfx950", "matrix", UQ_VARIANT_PORTABLE},
-      {"gfx950", "warpgroup", UQ_VARIANT_PORTABLE},
+      {"gfx950", NULL, UQ_VARIANT_MATRIX},
+      {"gfx950:sramecc+:xnack-", NULL, UQ_VARIANT_MATRIX},
+      {"mi355x", NULL, UQ_VARIANT_MATRIX},
+      {"gfx950", "matrix", UQ_VARIANT_MATRIX},
+      {"gfx950", "warpgroup", UQ_VARIANT_MATRIX},
+      {"gfx950", "gfx950-emu", UQ_VARIANT_MATRIX},
       {"gfx950", "portable", UQ_VARIANT_PORTABLE},
       {"gfx942", NULL, UQ_VARIANT_PORTABLE},
+      {"gfx942", "matrix", UQ_VARIANT_PORTABLE},
+      /* the gfx950 emulation: only when asked for, NVIDIA sm_90+ only */
+      {"sm_90", "gfx950-emu", UQ_VARIANT_GFX950_EMU},
+      {"sm_90a", "gfx950-emu", UQ_VARIANT_GFX950_EMU},
+      {"sm_100a", "gfx950-emu", UQ_VARIANT_GFX950_EMU},
+      {"sm_80", "gfx950-emu", UQ_VARIANT_PORTABLE},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (cases[i].env != NULL)
@@ -591,8 +602,11 @@ static void policy_picks_the_best_layer_unless_a_lower_one_is_asked(
         fail_msg("%s with UQJIT_VARIANT=%s: kernel %d has variant %d, not %d",
                  cases[i].target, cases[i].env ? cases[i].env : "(unset)", k,
                  (int)plan.kernels[k].variant, cases[i].want);
-    /* Every NVIDIA layer is four warps, AMD ones one wave64. */
-    assert_int_equal(plan.block_threads, cases[i].target[0] != 'g' ? 128 : 64);
+    /* Every NVIDIA layer is four warps, AMD ones and the gfx950
+     * emulation one wave64. */
+    int wave64 = cases[i].target[0] == 'g' || cases[i].target[0] == 'm' ||
+                 cases[i].want == UQ_VARIANT_GFX950_EMU;
+    assert_int_equal(plan.block_threads, wave64 ? 64 : 128);
   }
   unsetenv("UQJIT_VARIANT");
 }

@@ -202,7 +202,7 @@ int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
                       uq__route_name(route), key->target);
   /* Every kind of a layer's plan is refused where the target lacks the
    * layer, so no cache ever holds a key the planner would not make. */
-  const uq__layer *layer = uq__layer_find(key->variant);
+  const uq__layer *layer = uq__layer_find(key->variant, &info);
   if ((rc = uq__layer_check_target(layer, &info, key->target)) != 0)
     return rc;
   if (key->kind == UQ_KERNEL_DECODE &&

@@ -252,7 +252,7 @@ int uq_key_validate(const uq_key *key) {
                         d->name, prefixes[f]);
   /* Whether the target has the layer is the generator's question
    * (lib/codegen/emit.c): a key only names it. */
-  if (uq__layer_find(key->variant) == NULL) {
+  if (uq__layer_find(key->variant, NULL) == NULL) {
     char layers[128];
     uq__layer_list(layers, sizeof layers);
     return uq__errorf(UQ_EINVAL, "%s key has an unknown variant %d (%s)",

@@ -51,66 +51,109 @@ static const char *const warpgroup_templates[] = {
     "layer_common.hip",  "mma_sm90_maps.hip",     "wgmma_sm90_maps.hip",
     "sm90_chunks.hip",   "decode_wgmma_sm90.hip", NULL};
 
-/* The fast layers keep the portable launch contract (grid, workspace) and
- * four warps a block (decode_mma_sm90.hip static_asserts it; one warpgroup
- * is four warps). The warpgroup layer deals out 64-token chunks
+/* The gfx950 layer (MI355X: scaled FP4 x E4M3 MFMA, hardware FP4 -> bf16,
+ * bf16 MFMA; docs/KERNELS.md "gfx950") is one kernel text over a small
+ * set of named primitives: gfx950_prims_amd.hip implements them with the
+ * AMD builtins, gfx950_prims_emu.hip emulates each instruction exactly on
+ * an NVIDIA sm_90 block of 64 threads (after the CDNA4 layouts written
+ * down from AMD's documentation, cdna4_layouts.hip). */
+static const char *const gfx950_templates[] = {
+    "layer_common.hip", "gfx950_maps.hip", "gfx950_prims_amd.hip",
+    "decode_gfx950.hip", NULL};
+static const char *const gfx950_emu_templates[] = {
+    "layer_common.hip",     "gfx950_maps.hip",   "cdna4_layouts.hip",
+    "gfx950_prims_emu.hip", "decode_gfx950.hip", NULL};
+
+/* The fast layers keep the portable launch contract (grid, workspace).
+ * The sm_90 ones run four warps a block (decode_mma_sm90.hip
+ * static_asserts it; one warpgroup is four warps), the gfx950 ones one
+ * wave64. The warpgroup layer deals out 64-token chunks
  * (wgmma_sm90_maps.hip, uq_wg_chunks), so one chunk per partition is
  * useful work: short windows get up to 3x the blocks of vLLM's 192-token
  * partitions, each with less serial work. */
 const uq__layer uq__layers[] = {
-    [UQ_VARIANT_PORTABLE] = {.variant = UQ_VARIANT_PORTABLE,
-                             .name = "portable",
-                             .available = always,
-                             .templates = portable_templates,
-                             .min_partition_tokens = 192},
-    [UQ_VARIANT_MATRIX] = {.variant = UQ_VARIANT_MATRIX,
-                           .name = "matrix",
-                           .available = uq__target_matrix_layer,
-                           .templates = matrix_templates,
-                           .block_threads = 128,
-                           .head_dim = 256,
-                           .max_query_group = 16,
-                           .min_partition_tokens = 192},
-    [UQ_VARIANT_WARPGROUP] = {.variant = UQ_VARIANT_WARPGROUP,
-                              .name = "warpgroup",
-                              .available = uq__target_warpgroup_layer,
-                              .needs = "sm_90a",
-                              .templates = warpgroup_templates,
-                              .block_threads = 128,
-                              .head_dim = 256,
-                              .max_query_group = 16,
-                              .min_partition_tokens = 64,
-                              .partitions = warpgroup_partitions},
+    {.variant = UQ_VARIANT_PORTABLE,
+     .name = "portable",
+     .available = always,
+     .templates = portable_templates,
+     .min_partition_tokens = 192},
+    {.variant = UQ_VARIANT_MATRIX,
+     .name = "matrix",
+     .available = uq__target_matrix_layer,
+     .templates = matrix_templates,
+     .block_threads = 128,
+     .head_dim = 256,
+     .max_query_group = 16,
+     .min_partition_tokens = 192},
+    {.variant = UQ_VARIANT_MATRIX,
+     .name = "matrix",
+     .available = uq__target_gfx950_layer,
+     .templates = gfx950_templates,
+     .block_threads = 64,
+     .head_dim = 256,
+     .max_query_group = 16,
+     .min_partition_tokens = 192},
+    {.variant = UQ_VARIANT_WARPGROUP,
+     .name = "warpgroup",
+     .available = uq__target_warpgroup_layer,
+     .needs = "sm_90a",
+     .templates = warpgroup_templates,
+     .block_threads = 128,
+     .head_dim = 256,
+     .max_query_group = 16,
+     .min_partition_tokens = 64,
+     .partitions = warpgroup_partitions},
+    {.variant = UQ_VARIANT_GFX950_EMU,
+     .name = "gfx950-emu",
+     .available = uq__target_gfx950_emu_layer,
+     .needs = "NVIDIA sm_90 or newer",
+     .templates = gfx950_emu_templates,
+     .block_threads = 64,
+     .head_dim = 256,
+     .max_query_group = 16,
+     .min_partition_tokens = 192,
+     .opt_in = 1},
 };
 const int uq__layers_count = (int)(sizeof uq__layers / sizeof uq__layers[0]);
+const int uq__variants_count = UQ_VARIANT_GFX950_EMU + 1;
 
-const uq__layer *uq__layer_find(int variant) {
-  if (variant < 0 || variant >= uq__layers_count)
-    return NULL;
-  return &uq__layers[variant];
+const uq__layer *uq__layer_find(int variant, const uq__target_info *info) {
+  const uq__layer *first = NULL;
+  for (int r = 0; r < uq__layers_count; r++) {
+    if (uq__layers[r].variant != variant)
+      continue;
+    if (info != NULL && uq__layers[r].available(info))
+      return &uq__layers[r];
+    if (first == NULL)
+      first = &uq__layers[r];
+  }
+  return first;
 }
 
-/* The variant UQJIT_VARIANT names, or the highest when it is unset or
- * invalid. The environment module passes the value through unchecked: the
- * names are this table's. */
+/* The variant UQJIT_VARIANT names, or -1 when it is unset or invalid. The
+ * environment module passes the value through unchecked: the names are
+ * this table's. */
 static int requested_variant(void) {
   static int warned;
   const char *want = uq__env_get(UQ__ENV_VARIANT);
   if (want == NULL)
-    return uq__layers_count - 1;
-  for (int v = 0; v < uq__layers_count; v++)
-    if (strcmp(want, uq__layers[v].name) == 0)
-      return v;
+    return -1;
+  for (int r = 0; r < uq__layers_count; r++)
+    if (strcmp(want, uq__layers[r].name) == 0)
+      return uq__layers[r].variant;
   uq__warn_once(&warned, "ignoring invalid %s=%s",
                 uq__env_name(UQ__ENV_VARIANT), want);
-  return uq__layers_count - 1;
+  return -1;
 }
 
 const uq__layer *uq__layer_choose(const uq__target_info *info) {
-  int v = requested_variant();
-  while (v > 0 && !uq__layers[v].available(info))
-    v--;
-  return &uq__layers[v];
+  int want = requested_variant();
+  for (int v = want < 0 ? uq__variants_count - 1 : want; v > 0; v--) {
+    const uq__layer *l = uq__layer_find(v, info);
+    if (l->available(info) && (!l->opt_in || v == want))
+      return l;
+  }
+  return &uq__layers[0];
 }
 
 void uq__layer_list(char *buf, size_t n) {
@@ -118,22 +161,26 @@ void uq__layer_list(char *buf, size_t n) {
   if (n == 0)
     return;
   buf[0] = '\0';
-  for (int v = 0; v < uq__layers_count && used < n; v++)
+  for (int v = 0; v < uq__variants_count && used < n; v++)
     used += (size_t)snprintf(buf + used, n - used, "%s%d %s", v ? ", " : "",
-                             v, uq__layers[v].name);
+                             v, uq__layer_find(v, NULL)->name);
 }
 
 int uq__layer_check_target(const uq__layer *layer, const uq__target_info *info,
                            const char *target) {
   if (layer->available(info))
     return 0;
-  /* The layers a key may fall back to, highest first. */
+  /* The layers a key may fall back to, highest first: those below it
+   * that the target has (not opt-in ones). */
   char lower[128] = "";
   size_t used = 0;
-  for (int v = layer->variant - 1; v >= 0 && used < sizeof lower; v--)
+  for (int v = layer->variant - 1; v >= 0 && used < sizeof lower; v--) {
+    const uq__layer *l = uq__layer_find(v, info);
+    if (v > 0 && (!l->available(info) || l->opt_in))
+      continue;
     used += (size_t)snprintf(lower + used, sizeof lower - used, "%s%s",
-                             v < layer->variant - 1 ? " or " : "",
-                             uq__layers[v].name);
+                             used ? " or " : "", l->name);
+  }
   return uq__errorf(UQ_EINVAL,
                     "target %s has no %s decode layer (variant %d%s%s); use "
                     "the %s variant",

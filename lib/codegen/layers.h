@@ -1,4 +1,5 @@
-/* The decode layers: one row per layer (UQ_VARIANT_* in uqjit.h), read by
+/* The decode layers: one row per (variant, target family) (UQ_VARIANT_* in
+ * uqjit.h: variant 1 is a different layer on NVIDIA and on gfx950), read by
  * the target rules (threads per block), the planner (which layer, how the
  * KV window is split), key validation (which variants exist) and source
  * emission (which templates, which keys a layer refuses). Adding a layer
@@ -38,21 +39,31 @@ typedef struct uq__layer {
   /* Adjusts the power-of-two partition count for a grid of kv_heads_total
    * (batch x kv heads) blocks per partition; NULL keeps vLLM's. */
   int64_t (*partitions)(int64_t kv_heads_total, int64_t parts);
+  /* 1: never chosen by default, only when UQJIT_VARIANT names it (the
+   * gfx950 emulation, a test vehicle). */
+  int opt_in;
 } uq__layer;
 
-/* Every layer, in variant order (the row of variant v is at index v). */
+/* Every layer, in variant order; rows of one variant differ in the
+ * targets they are available on (no target has two rows of a variant). */
 extern const uq__layer uq__layers[];
 extern const int uq__layers_count;
+/* Variants 0 .. uq__variants_count - 1 each have at least one row. */
+extern const int uq__variants_count;
 
-/* The layer of a variant, or NULL for an unknown variant. */
-const uq__layer *uq__layer_find(int variant);
+/* The layer of a variant for a target: the variant's row available on
+ * `info`, else (and when info is NULL) its first row, so that a refusal
+ * can name it; NULL for an unknown variant. */
+const uq__layer *uq__layer_find(int variant, const uq__target_info *info);
 
 /* The layer a plan for the target uses: the highest layer the target has
- * at or below the one UQJIT_VARIANT names (unset: the highest of all). An
+ * at or below the one UQJIT_VARIANT names (unset: the highest of all).
+ * An opt-in layer is taken only when UQJIT_VARIANT names it exactly. An
  * invalid UQJIT_VARIANT is warned about once and ignored. */
 const uq__layer *uq__layer_choose(const uq__target_info *info);
 
-/* "0 portable, 1 matrix, 2 warpgroup": the variants, for messages. */
+/* "0 portable, 1 matrix, 2 warpgroup, 3 gfx950-emu": the variants, for
+ * messages. */
 void uq__layer_list(char *buf, size_t n);
 
 /* Sets the error for a key whose layer the target lacks and returns

@@ -215,6 +215,18 @@ int uq__target_matrix_layer(const uq__target_info *info) {
   return info != NULL && info->family == UQ__TARGET_NVIDIA && info->arch >= 90;
 }
 
+int uq__target_gfx950_layer(const uq__target_info *info) {
+  /* The scaled MFMA and the FP4 converts are CDNA4 instructions. */
+  return info != NULL && info->family == UQ__TARGET_AMD &&
+         strcmp(info->arch_name, "gfx950") == 0;
+}
+
+int uq__target_gfx950_emu_layer(const uq__target_info *info) {
+  /* The emulation runs a wave64 as two warps exchanging through shared
+   * memory with named barriers; it is written and run for sm_90. */
+  return info != NULL && info->family == UQ__TARGET_NVIDIA && info->arch >= 90;
+}
+
 int uq__target_dependent_launch(const uq__target_info *info) {
   return info != NULL && info->family == UQ__TARGET_NVIDIA && info->arch >= 90;
 }
@@ -230,7 +242,7 @@ int uq__target_warpgroup_layer(const uq__target_info *info) {
 unsigned uq__target_block_threads(const uq__target_info *info, int variant) {
   if (info == NULL)
     return 0;
-  const uq__layer *layer = uq__layer_find(variant);
+  const uq__layer *layer = uq__layer_find(variant, info);
   if (layer != NULL && layer->block_threads != 0 && layer->available(info))
     return layer->block_threads;
   return info->family == UQ__TARGET_NVIDIA ? 128u : 64u;

@@ -26,8 +26,17 @@ int uq__target_parse(const char *target, char *out, size_t n,
                      uq__target_info *info);
 
 /* 1 when uqjit has a matrix (UQ_VARIANT_MATRIX) decode layer for the
- * target: NVIDIA sm_90 and newer. */
+ * target: NVIDIA sm_90 and newer (the sm_90 mma.sync layer); gfx950 has
+ * a variant-1 layer of its own (uq__target_gfx950_layer). */
 int uq__target_matrix_layer(const uq__target_info *info);
+
+/* 1 when the gfx950 decode layer (UQ_VARIANT_MATRIX on AMD) serves the
+ * target: gfx950 with any features. */
+int uq__target_gfx950_layer(const uq__target_info *info);
+
+/* 1 when the gfx950 layer's emulation (UQ_VARIANT_GFX950_EMU) serves the
+ * target: NVIDIA sm_90 and newer. */
+int uq__target_gfx950_emu_layer(const uq__target_info *info);
 
 /* 1 when uqjit has a warpgroup (UQ_VARIANT_WARPGROUP, wgmma) decode layer
  * for the target: NVIDIA sm_90a only (wgmma exists only in the

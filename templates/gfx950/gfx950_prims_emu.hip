@@ -1,0 +1,1 @@
+/* written in the emulation change */
