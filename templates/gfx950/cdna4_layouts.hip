@@ -27,6 +27,13 @@
  *         encodings with op_sel byte selects).
  *  [OCP]  OCP Microscaling Formats (MX) v1.0 and OCP 8-bit floating point
  *         (OFP8) v1.0: E2M1, E4M3FN, E8M0 value definitions.
+ *  [TRITON] triton-lang/triton lib/Dialect/TritonGPU/IR/
+ *         LinearLayoutConversions.cpp: AMDMfmaEncodingAttr::toLinearLayout
+ *         (16x16 result layout), mfmaDotToLinearLayout (operand layouts:
+ *         a lane holds kWidth consecutive k, lanes 16 and 32 step k by
+ *         kWidth and 2 kWidth, further registers step by 4 kWidth),
+ *         chooseScaledMfmaScaleLayout (scale lanes of the 16x16x128 scaled
+ *         MFMA), chooseDotDsReadB64TrLayout (the addresses ds_read_tr reads).
  *
  * Lane numbering: a wave64 lane L = 16 g + i, g = L >> 4, i = L & 15. */
 
@@ -63,14 +70,21 @@ UQ_DEV float uq_cdna4_e4m3_value(uq_u32 byte) {
 
 /* FP4 A (row i) / B (column i): lane 16 g + i holds k = 32 g .. 32 g + 31,
  * k = 32 g + e in nibble e (register e >> 3, bits 4 (e & 7) + 3:0), even
- * element in the low nibble [BLOG: FP4 16x16x128 layout figure; as given]. */
+ * element in the low nibble [TRITON chooseScaledMfmaScaleLayout: "each lane
+ * takes 32 consecutive elements ... the first 16 lanes handle
+ * A[0:16][0:32], another 16 lanes A[0:16][32:64] and so on"; and
+ * mfmaDotToLinearLayout with kWidth 32: confirmed. Nibble order within a
+ * byte: the packed-FP4 convention of LLVM/OCP, as given]. */
 UQ_DEV int uq_cdna4_f4_lane(int row, int k) { return 16 * (k >> 5) + row; }
 UQ_DEV int uq_cdna4_f4_nibble(int k) { return k & 31; }
 
 /* FP8 A (row i) / B (column i): lane 16 g + i byte s (register s >> 2,
  * bits 8 (s & 3) + 7:0) holds k = 16 g + (s & 15) + 64 (s >> 4): the two
- * 16-byte halves of a lane cover k blocks 64 apart [BLOG: FP8 16x16x128
- * layout; as given]. Inverse: k -> lane 16 ((k >> 4) & 3) + i, byte
+ * 16-byte halves of a lane cover k blocks 64 apart [TRITON
+ * mfmaDotToLinearLayout, 16x16, kWidth 16: register bits -> k 1..8, lane
+ * 16 -> k 16, lane 32 -> k 32, next register bit -> k 64 (kTileSize =
+ * 4 kWidth); chooseScaledMfmaScaleLayout: "for mxfp8 there are two
+ * 16-consecutive element blocks": confirmed]. Inverse: k -> lane 16 ((k >> 4) & 3) + i, byte
  * (k & 15) + 16 (k >> 6). */
 UQ_DEV int uq_cdna4_f8_k(int lane, int s) {
   return 16 * (lane >> 4) + (s & 15) + 64 * (s >> 4);
@@ -80,17 +94,21 @@ UQ_DEV int uq_cdna4_f8_byte(int k) { return (k & 15) + 16 * (k >> 6); }
 
 /* E8M0 scales: one scale VGPR per operand; the scale of row (A) / column
  * (B) i for k block kb (k in [32 kb, 32 kb + 32)) is read from lane
- * 16 kb + i, byte op_sel (0..3) of it; block kb's product is multiplied by
- * 2^(sa + sb - 254) [BLOG: "scale" operands of the scaled MFMA; LLVM .ll:
- * op_sel immediates per scale; as given]. */
+ * 16 kb + i [TRITON chooseScaledMfmaScaleLayout, 16x16: lane bits 0..3 ->
+ * row, lane bits 4, 5 -> k block, whatever the operand type: confirmed],
+ * byte op_sel (0..3) of it [LLVM .ll: an op_sel immediate per scale
+ * operand; which byte it picks: as given]; block kb's product is
+ * multiplied by 2^(sa - 127) 2^(sb - 127) [BLOG, OCP MX: E8M0 scale value
+ * 2^(byte - 127): confirmed]. */
 UQ_DEV int uq_cdna4_scale_lane(int row, int kb) { return 16 * kb + row; }
 UQ_DEV uq_u32 uq_cdna4_scale_byte(uq_u32 reg, int op_sel) {
   return (reg >> (8 * op_sel)) & 255u;
 }
 
 /* 16 x 16 f32 result (every 16x16 MFMA, bf16 included): D[i][j] in lane
- * j + 16 (i >> 2), register i & 3 [BLOG: "output matrix" layout of the
- * 16x16 shapes; as given]. */
+ * j + 16 (i >> 2), register i & 3 [TRITON AMDMfmaEncodingAttr::
+ * toLinearLayout, 16x16: registers -> 4 consecutive rows, 16 consecutive
+ * lanes cover the columns, lanes 16 and 32 step 4 and 8 rows: confirmed]. */
 UQ_DEV int uq_cdna4_d_lane(int i, int j) { return j + 16 * (i >> 2); }
 UQ_DEV int uq_cdna4_d_reg(int i) { return i & 3; }
 UQ_DEV int uq_cdna4_d_row(int lane, int reg) { return 4 * (lane >> 4) + reg; }
@@ -136,8 +154,8 @@ UQ_DEV float uq_cdna4_mfma_scale_f4f8_elem(const uq_u32 *a, const uq_u32 *sa,
 /* ---- v_mfma_f32_16x16x16_bf16 (gfx950: the _1k form) --------------------
  * A (row i) / B (column i): lane 16 g + i holds k = 4 g .. 4 g + 3 as 4
  * bf16 in 2 VGPRs, element e (k = 4 g + e) in register e >> 1, bits
- * 16 (e & 1) + 15:0 [BLOG: 16x16x16 f16/bf16 layout; as given]. D as
- * above. */
+ * 16 (e & 1) + 15:0 [TRITON mfmaDotToLinearLayout, 16x16, kWidth 4:
+ * confirmed]. D as above. */
 UQ_DEV int uq_cdna4_bf16_lane(int row, int k) { return 16 * (k >> 2) + row; }
 UQ_DEV int uq_cdna4_bf16_elem(int k) { return k & 3; }
 
@@ -161,7 +179,11 @@ UQ_DEV float uq_cdna4_mfma_bf16_elem(const uq_u32 *a, const uq_u32 *b, int i,
 /* ---- ds_read_b64_tr_b16 [ISA "MFMA Transpose Load from LDS": "Read N
  * bits of data per lane ... interpret the data as a matrix with 16 bit
  * elements and transpose the matrix"; "each lane holds 4 consecutive M or N
- * values" (confirmed); the exact lane map as given] -----------------------
+ * values" (confirmed); TRITON chooseDotDsReadB64TrLayout, 16-bit: lane
+ * 4 a + b (a, b < 4) of a 16-lane group reads 4 consecutive non-k elements
+ * at non-k 4 b, k a, and each lane ends up with 4 k values of its own
+ * non-k index, the bf16 operand layout above; the lane map below is the
+ * one that makes these two agree: derived, not read] ----------------------
  * Within each 16-lane group g, lane 16 g + l reads 8 bytes (4 x 16 bit) at
  * its own address; result element e of lane 16 g + l = element (l & 3) of
  * the 8 bytes addressed by lane 16 g + 4 e + (l >> 2). */
