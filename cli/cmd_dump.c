@@ -25,8 +25,19 @@ static void dump_usage(FILE *out) {
           "the\n"
           "disassembly and the resource usage (VGPR/SGPR/AGPR or registers, "
           "LDS /\n"
-          "shared memory, scratch). Without a disassembler the source and the\n"
-          "resource usage are still printed, with a note on stderr.\n\n"
+          "shared memory, scratch); for AMD decode kernels also the "
+          "instruction\n"
+          "mix per 16-token tile by class (vmem, lds, mfma, valu, salu, "
+          "smem, wait,\n"
+          "branch: static counts of the outermost loop's body, found by its "
+          "backward\n"
+          "branch, over the 16 tiles of a tile group when that body has no "
+          "inner\n"
+          "loop) and the occupancy the resources allow on CDNA (waves per "
+          "SIMD and\n"
+          "per CU). Without a disassembler the source and the resource usage "
+          "are\n"
+          "still printed, with a note on stderr.\n\n"
           "shape options:\n");
   cli_shape_help(out);
   fprintf(out,
@@ -41,6 +52,10 @@ static void dump_usage(FILE *out) {
           "  --isa                      compile, then print disassembly and "
           "resources\n"
           "  --no-source                with --isa: skip the source\n"
+          "  --json                     with --isa: a JSON array, one object "
+          "per kernel\n"
+          "                             (resources, occupancy, instruction "
+          "mix), nothing else\n"
           "  --cache-dir D              cache directory for --isa (default: "
           "UQJIT_CACHE_DIR,\n"
           "                             XDG_CACHE_HOME/uqjit, "
@@ -95,11 +110,169 @@ static void print_resources(const char *target, const uq_code_info *info,
               is_nvidia(target) ? " bytes per thread" : " bytes per lane");
 }
 
+/* ---- --isa on AMD decode kernels: instruction mix and occupancy ---- */
+
+/* Per-CU limits of the CDNA targets (LLVM AMDGPUUsage, "Processors" and the
+ * COMPUTE_PGM_RSRC granularities; AMD CDNA3 ISA guide section 3 and the
+ * CDNA4 whitepaper): 4 SIMDs per CU, at most 8 waves per SIMD, 512 VGPRs
+ * (arch + acc, unified) per lane per SIMD allocated in granules of 8, and
+ * LDS 64 KiB per CU in 512-byte granules (gfx90a, gfx942) or 160 KiB in
+ * 1280-byte granules (gfx950). */
+typedef struct cdna_limits {
+  int lds_per_cu, lds_granule;
+} cdna_limits;
+
+static int cdna_limits_of(const char *target, cdna_limits *l) {
+  if (strncmp(target, "gfx950", 6) == 0) {
+    l->lds_per_cu = 160 * 1024;
+    l->lds_granule = 1280;
+    return 0;
+  }
+  if (strncmp(target, "gfx942", 6) == 0 || strncmp(target, "gfx90a", 6) == 0) {
+    l->lds_per_cu = 64 * 1024;
+    l->lds_granule = 512;
+    return 0;
+  }
+  return -1;
+}
+
+typedef struct occupancy {
+  int known;
+  int vgpr_alloc;        /* arch rounded to 4, + acc, rounded to 8 */
+  int waves_simd_vgpr;   /* waves per SIMD the registers allow (max 8) */
+  int wg_cu_lds;         /* workgroups per CU the LDS allows (-1: no limit) */
+  int waves_cu;          /* one wave64 per workgroup: min of the two */
+} occupancy;
+
+static int round_up(int v, int g) { return (v + g - 1) / g * g; }
+
+static occupancy occupancy_of(const char *target, const uq_code_info *info) {
+  occupancy o = {0, -1, -1, -1, -1};
+  cdna_limits l;
+  if (cdna_limits_of(target, &l) != 0 || info->vgprs < 0 || info->agprs < 0 ||
+      info->lds_bytes < 0)
+    return o;
+  o.known = 1;
+  o.vgpr_alloc = round_up(round_up(info->vgprs, 4) + info->agprs, 8);
+  if (o.vgpr_alloc < 8)
+    o.vgpr_alloc = 8;
+  o.waves_simd_vgpr = 512 / o.vgpr_alloc < 8 ? 512 / o.vgpr_alloc : 8;
+  o.waves_cu = 4 * o.waves_simd_vgpr;
+  if (info->lds_bytes > 0) {
+    o.wg_cu_lds = l.lds_per_cu / round_up(info->lds_bytes, l.lds_granule);
+    if (o.wg_cu_lds < o.waves_cu)
+      o.waves_cu = o.wg_cu_lds;
+  }
+  return o;
+}
+
+/* Instructions per 16-token tile: the outermost loop's body (the tile-group
+ * loop of the strided schedule) over its 16 tiles when it has no inner
+ * loop (the group unrolled, as the gfx950 layer does); with inner loops the
+ * body holds one tile's code once (divisor 1); without a loop, the whole
+ * kernel over 16 (one tile group). */
+typedef struct tile_mix {
+  const int32_t *counts;
+  int divisor;
+  const char *method;
+} tile_mix;
+
+static tile_mix tile_mix_of(const uq_isa_mix *m) {
+  tile_mix t;
+  if (m->loop_found && m->inner_loops == 0) {
+    t.counts = m->loop;
+    t.divisor = 16;
+    t.method = "outermost loop body (backward branch) / 16 tiles per tile group";
+  } else if (m->loop_found) {
+    t.counts = m->loop;
+    t.divisor = 1;
+    t.method = "outermost loop body (backward branch), inner loops counted "
+               "once: static count per tile";
+  } else {
+    t.counts = m->kernel;
+    t.divisor = 16;
+    t.method = "no loop found: whole kernel / 16 tiles";
+  }
+  return t;
+}
+
+static void print_isa_mix(const char *target, const char *text,
+                          const uq_code_info *info) {
+  uq_isa_mix m;
+  if (uq_code_isa_mix(text, &m) != 0) {
+    printf("// ---- instruction mix: unavailable (%s) ----\n", uq_last_error());
+    return;
+  }
+  tile_mix t = tile_mix_of(&m);
+  printf("// ---- instruction mix per 16-token tile (static counts) ----\n");
+  printf("  method     %s\n", t.method);
+  if (m.loop_found)
+    printf("  loop       0x%llx .. 0x%llx, %d inner loop(s)\n",
+           (unsigned long long)m.loop_begin, (unsigned long long)m.loop_end,
+           (int)m.inner_loops);
+  int32_t total = 0, ktotal = 0;
+  for (int c = 0; c < UQ_ISA_CLASSES; c++) {
+    printf("  %-10s %8.2f   (kernel %d)\n", uq_isa_class_name(c),
+           (double)t.counts[c] / t.divisor, (int)m.kernel[c]);
+    total += t.counts[c];
+    ktotal += m.kernel[c];
+  }
+  printf("  %-10s %8.2f   (kernel %d)\n", "total", (double)total / t.divisor,
+         (int)ktotal);
+  occupancy o = occupancy_of(target, info);
+  if (!o.known) {
+    printf("  occupancy  unknown (no CDNA limits for %s or missing "
+           "metadata)\n", target);
+    return;
+  }
+  printf("  occupancy  %d VGPRs allocated (arch + acc): %d waves/SIMD; ",
+         o.vgpr_alloc, o.waves_simd_vgpr);
+  if (o.wg_cu_lds < 0)
+    printf("no LDS; ");
+  else
+    printf("LDS allows %d workgroups/CU; ", o.wg_cu_lds);
+  printf("%d waves/CU (one wave64 a workgroup)\n", o.waves_cu);
+}
+
+/* One kernel as a JSON object (dump --isa --json). */
+static void print_isa_json(const char *name, const uq_key *key,
+                           const char *text, const uq_code_info *info,
+                           int first) {
+  printf("%s{\"name\": \"%s\", \"kind\": \"%s\", \"target\": \"%s\", "
+         "\"isa\": \"%s\", \"vgprs\": %d, \"agprs\": %d, \"sgprs\": %d, "
+         "\"lds_bytes\": %d, \"scratch_bytes\": %d",
+         first ? "" : ",\n", name, cli_kind_name(key->kind), key->target,
+         info->isa, (int)info->vgprs, (int)info->agprs, (int)info->sgprs,
+         (int)info->lds_bytes, (int)info->scratch_bytes);
+  occupancy o = occupancy_of(key->target, info);
+  if (o.known)
+    printf(", \"vgpr_alloc\": %d, \"waves_per_simd_vgpr\": %d, "
+           "\"workgroups_per_cu_lds\": %d, \"waves_per_cu\": %d",
+           o.vgpr_alloc, o.waves_simd_vgpr, o.wg_cu_lds, o.waves_cu);
+  uq_isa_mix m;
+  if (text != NULL && uq_code_isa_mix(text, &m) == 0) {
+    tile_mix t = tile_mix_of(&m);
+    printf(", \"mix_method\": \"%s\", \"mix_divisor\": %d, \"per_tile\": {",
+           t.method, t.divisor);
+    for (int c = 0; c < UQ_ISA_CLASSES; c++)
+      printf("%s\"%s\": %.4f", c ? ", " : "", uq_isa_class_name(c),
+             (double)t.counts[c] / t.divisor);
+    printf("}, \"kernel\": {");
+    for (int c = 0; c < UQ_ISA_CLASSES; c++)
+      printf("%s\"%s\": %d", c ? ", " : "", uq_isa_class_name(c),
+             (int)m.kernel[c]);
+    printf("}");
+  }
+  printf("}");
+}
+
 typedef struct dump_state {
   const char *cache_dir;
   uq_context *ctx;
   char ctx_target[UQ_TARGET_MAX];
   int warned_no_disasm;
+  int json;    /* --json: one object per kernel, no source or text */
+  int printed; /* JSON objects printed so far */
 } dump_state;
 
 static int ensure_context(dump_state *st, const char *target) {
@@ -135,10 +308,6 @@ static int dump_isa(dump_state *st, const uq_key *key, const char *name) {
   rc = uq_code_disassemble(key->target, obj, len, &text, &dis);
   int code = CLI_EXIT_OK;
   if (rc == 0) {
-    printf("// ---- disassembly of %s ----\n", name);
-    fputs(text, stdout);
-    if (len > 0 && text[0] && text[strlen(text) - 1] != '\n')
-      putchar('\n');
     merge_info(&info, &dis);
   } else if (rc == UQ_ENOENT) {
     if (!st->warned_no_disasm)
@@ -150,7 +319,20 @@ static int dump_isa(dump_state *st, const uq_key *key, const char *name) {
   } else {
     code = cli_fail(CMD, rc, "cannot disassemble");
   }
-  print_resources(key->target, &info, len);
+  if (st->json) {
+    print_isa_json(name, key, text, &info, st->printed++ == 0);
+  } else {
+    if (text != NULL) {
+      printf("// ---- disassembly of %s ----\n", name);
+      fputs(text, stdout);
+      if (text[0] && text[strlen(text) - 1] != '\n')
+        putchar('\n');
+    }
+    print_resources(key->target, &info, len);
+    if (text != NULL && !is_nvidia(key->target) &&
+        key->kind == UQ_KERNEL_DECODE)
+      print_isa_mix(key->target, text, &info);
+  }
   uq_free(text);
   uq_free(obj);
   return code;
@@ -177,7 +359,7 @@ typedef struct dump_options {
   const char *cache_dir; /* --cache-dir, or NULL */
   const char *kind_text; /* --kind, or NULL */
   uint32_t kind;         /* 0 = all; else a uq_kernel_kind */
-  int isa, no_source;
+  int isa, no_source, json;
 } dump_options;
 
 /* --target and --key. CLI_NEXT when argv[*i] was taken, 0 when it is
@@ -216,6 +398,8 @@ static int dump_parse_finish(dump_options *o) {
         o->kind_text);
   if (o->no_source && !o->isa)
     return cli_usage_error(CMD, "--no-source needs --isa");
+  if (o->json && !o->isa)
+    return cli_usage_error(CMD, "--json needs --isa");
   if (o->nkey_names > 0) {
     if (o->in.seen != 0)
       return cli_usage_error(CMD, "--key replaces the shape options");
@@ -235,6 +419,7 @@ static int dump_parse(int argc, char **argv, dump_options *o) {
   const cli_flag flags[] = {
       {"--isa", &o->isa, 1},
       {"--no-source", &o->no_source, 1},
+      {"--json", &o->json, 1},
       {NULL, NULL, 0},
   };
   const cli_text texts[] = {{"--kind", &o->kind_text},
@@ -317,6 +502,8 @@ static int dump_kernel(const dump_options *o, dump_state *st,
   int len = uq_key_name(key, name, sizeof name);
   if (len < 0)
     return cli_fail(CMD, len, "cannot name a kernel");
+  if (o->json)
+    return dump_isa(st, key, name);
   printf("%s// ==== %s kernel: %s ====\n", k ? "\n" : "",
          cli_kind_name(key->kind), name);
   if (!o->no_source) {
@@ -349,8 +536,13 @@ int cli_cmd_dump(int argc, char **argv) {
   dump_state st;
   memset(&st, 0, sizeof st);
   st.cache_dir = o.cache_dir;
+  st.json = o.json;
+  if (o.json)
+    printf("[");
   for (size_t k = 0; k < nkeys && code == CLI_EXIT_OK; k++)
     code = dump_kernel(&o, &st, &keys[k], k);
+  if (o.json)
+    printf("]\n");
   uq_context_destroy(st.ctx);
   return code;
 }

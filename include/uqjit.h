@@ -402,6 +402,38 @@ UQ_EXTERN int uq_code_disassemble(const char *target, const void *obj,
                                   size_t len, char **text,
                                   uq_code_info *info);
 
+/* Instruction classes of an AMD GCN/CDNA disassembly (uq_code_isa_mix). */
+enum {
+  UQ_ISA_VMEM = 0, /* global_, buffer_, flat_, scratch_ */
+  UQ_ISA_LDS,      /* ds_ */
+  UQ_ISA_MFMA,     /* v_mfma, v_smfmac */
+  UQ_ISA_VALU,     /* other v_ */
+  UQ_ISA_SALU,     /* other s_ */
+  UQ_ISA_SMEM,     /* s_load, s_buffer_load, s_store, s_dcache */
+  UQ_ISA_WAIT,     /* s_waitcnt*, s_barrier, s_nop, s_sleep */
+  UQ_ISA_BRANCH,   /* s_branch, s_cbranch_*, s_setpc, s_swappc, s_endpgm */
+  UQ_ISA_OTHER,
+  UQ_ISA_CLASSES
+};
+/* Static instruction counts by class: of the whole text, and of the
+ * outermost loop (the widest span from a backward branch's target to the
+ * branch, inner loops counted once). */
+typedef struct uq_isa_mix {
+  int32_t kernel[UQ_ISA_CLASSES];
+  int32_t loop[UQ_ISA_CLASSES]; /* all 0 when loop_found is 0 */
+  int32_t loop_found;           /* a backward branch with a readable target */
+  int32_t inner_loops;          /* backward branches strictly inside it */
+  uint64_t loop_begin, loop_end; /* addresses of its first instruction and
+                                    of its backward branch */
+} uq_isa_mix;
+/* Classifies every instruction of `text` (uq_code_disassemble's output for
+ * an AMD code object: llvm-objdump lines with "// <address>:" comments;
+ * without addresses no loop is found). A class name for printing:
+ * uq_isa_class_name (NULL out of range). UQ_EINVAL (NULL arguments, or no
+ * instruction in the text). */
+UQ_EXTERN int uq_code_isa_mix(const char *text, uq_isa_mix *mix);
+UQ_EXTERN const char *uq_isa_class_name(int cls);
+
 /* A report of compilers, runtimes, devices and cache directories found
  * (caller frees). */
 UQ_EXTERN int uq_info_report(char **text);

@@ -349,6 +349,8 @@ static void misuse_exits_two(void **s) {
                      "--key with shape");
   expect_usage_error(RUN("dump", SHAPE_SMALL, "--no-source"),
                      "--no-source without --isa");
+  expect_usage_error(RUN("dump", SHAPE_SMALL, "--json"),
+                     "--json without --isa");
   expect_usage_error(RUN("dump", SHAPE_SMALL, "--target", "sm_90",
                          "--target", "gfx950"),
                      "dump --target twice");
@@ -472,7 +474,23 @@ static void warm_fills_cache_hits_and_recompiles_corrupt_entry(void **s) {
   if (strstr(r.err, "no disassembler") == NULL) {
     assert_non_null(strstr(r.out, "// ---- disassembly of uq_decode_gfx950"));
     assert_non_null(strstr(r.out, "s_endpgm"));
+    assert_non_null(strstr(r.out, "// ---- instruction mix per 16-token tile"));
+    assert_non_null(strstr(r.out, "  method     "));
+    assert_non_null(strstr(r.out, "waves/CU"));
   }
+  result_free(&r);
+  r = RUN("dump", "--batch", "4", SHAPE_WIDE, "--target", "gfx950",
+          "--kind", "decode", "--isa", "--json", "--cache-dir", dir);
+  expect_ok(&r, "dump --isa --json");
+  assert_true(r.out[0] == '[');
+  char wrapped[8192]; /* an array of one kernel: checked as a member */
+  assert_true(strlen(r.out) + 16 < sizeof wrapped);
+  snprintf(wrapped, sizeof wrapped, "{\"kernels\": %s}", r.out);
+  assert_json(wrapped);
+  assert_true(json_int(r.out, "scratch_bytes") == 0);
+  assert_non_null(strstr(r.out, "\"waves_per_cu\": "));
+  if (strstr(r.err, "no disassembler") == NULL)
+    assert_non_null(strstr(r.out, "\"per_tile\": {\"vmem\": "));
   result_free(&r);
   verify_counts(dir, 0, 5, 0); /* dump compiled nothing new */
 
