@@ -72,7 +72,10 @@ static int cmd_help(int argc, char **argv) {
     usage(stdout);
     return CLI_EXIT_OK;
   }
-  const command *c = argc == 2 ? find_command(argv[1]) : NULL;
+  const command *c = find_command(argv[1]);
+  if (c != NULL && argc > 2)
+    return cli_usage_error("help", "unexpected argument '%s' after '%s'",
+                           argv[2], argv[1]);
   if (c == NULL || c->run == cmd_help) {
     fprintf(stderr, "uqjit help: unknown command '%s'\n\n", argv[1]);
     usage(stderr);

@@ -368,7 +368,10 @@ typedef struct uq_compile_summary {
 
 /* Compiles (or finds in the cache) every key for its target with `jobs`
  * threads (0 = number of CPUs). Does not need a device. Returns the first
- * failure's status; the rest are still attempted. */
+ * failure's status; the rest are still attempted. With the disk cache on,
+ * a kernel compiled but not stored there (disk full, read-only or
+ * untrusted directory) counts as failed with the store's status
+ * (UQ_ENOSPC, UQ_EPERM, UQ_EIO); it still runs from this context. */
 UQ_EXTERN int uq_compile_keys(uq_context *ctx, const uq_key *keys, size_t n,
                               int jobs, uq_progress_fn progress, void *user,
                               uq_compile_summary *summary);

@@ -250,6 +250,21 @@ static void failed_stdout_write_exits_one(void **state) {
   result_free(&r);
 }
 
+static void plan_overflowing_stride_exits_one_and_help_extra_is_misuse(
+    void **state) {
+  (void)state;
+  result r = RUN("plan", SHAPE_4x8x1, "--q-stride-seq",
+                 "9223372036854775807");
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.err, "size overflows"));
+  result_free(&r);
+  r = RUN("help", "plan", "extra");
+  assert_int_equal(r.code, 2);
+  assert_null(strstr(r.err, "unknown command"));
+  assert_non_null(strstr(r.err, "extra"));
+  result_free(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s PATH-TO-UQJIT\n", argv[0]);
@@ -264,6 +279,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(plan_ineligible_shape_exits_zero_with_reason),
       cmocka_unit_test(plan_malformed_flags_exit_two),
       cmocka_unit_test(plan_refused_shape_exits_one),
+      cmocka_unit_test(plan_overflowing_stride_exits_one_and_help_extra_is_misuse),
       cmocka_unit_test(help_goes_to_stdout_and_exits_zero),
       cmocka_unit_test(misuse_goes_to_stderr_and_exits_two),
       cmocka_unit_test(version_prints_library_version),

@@ -675,6 +675,74 @@ static void warm_manifest_in_shape_form_is_sorted_with_header(void **s) {
   free(dir);
 }
 
+static void demo_cpu_refuses_an_overflowing_query_stride(void **s) {
+  (void)s;
+  result r = RUN("demo", "--cpu", "--q-stride-seq", "9223372036854775807");
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.err, "overflow"));
+  assert_null(strstr(r.err, "out of memory"));
+  result_free(&r);
+}
+
+/* A FIFO at an entry's path: every cache command returns promptly (RUN's
+ * poll limit would fail a hang), verify counts it bad and prune removes
+ * it. */
+static void cache_commands_do_not_block_on_a_fifo_entry(void **s) {
+  (void)s;
+  char *dir = make_tmpdir();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/v2", dir);
+  assert_int_equal(mkdir(path, 0700), 0);
+  snprintf(path, sizeof path, "%s/v2/gfx942", dir);
+  assert_int_equal(mkdir(path, 0700), 0);
+  snprintf(path, sizeof path, "%s/v2/gfx942/ab", dir);
+  assert_int_equal(mkdir(path, 0700), 0);
+  snprintf(path, sizeof path, "%s/v2/gfx942/ab/%s.%s.co", dir,
+           "0123456789abcdef0123456789abcd", "0123456789abcdef");
+  assert_int_equal(mkfifo(path, 0600), 0);
+  result r = RUN("cache", "verify", "--cache-dir", dir);
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.out, "0 good, 1 bad"));
+  result_free(&r);
+  r = RUN("cache", "ls", "--cache-dir", dir);
+  assert_int_equal(r.code, 0);
+  result_free(&r);
+  r = RUN("cache", "stats", "--cache-dir", dir);
+  assert_int_equal(r.code, 0);
+  result_free(&r);
+  r = RUN("cache", "prune", "--max-size", "1G", "--cache-dir", dir);
+  assert_int_equal(r.code, 0);
+  assert_non_null(strstr(r.out, "removed 1 file"));
+  result_free(&r);
+  rmtree(dir);
+  free(dir);
+}
+
+/* Nothing stored means failure: a cache directory that cannot be made. */
+static void warm_into_an_unusable_directory_exits_one_naming_the_cause(
+    void **s) {
+  (void)s;
+  char *dir = make_tmpdir();
+  char file[4096], cache[4200];
+  snprintf(file, sizeof file, "%s/file", dir);
+  FILE *f = fopen(file, "w");
+  assert_non_null(f);
+  fclose(f);
+  snprintf(cache, sizeof cache, "%s/cache", file);
+  result r = RUN("warm", SHAPE_SMALL, "--cache-dir", cache, "--json");
+  assert_int_equal(r.code, 1);
+  assert_json(r.out);
+  assert_true(json_int(r.out, "failed") > 0);
+  assert_int_equal(json_int(r.out, "failed"), json_int(r.out, "keys"));
+  assert_int_equal(json_int(r.out, "compiled"), 0);
+  const char *why = strstr(r.err, "Not a directory");
+  assert_non_null(why);
+  assert_null(strstr(why + 1, "Not a directory")); /* named once */
+  result_free(&r);
+  rmtree(dir);
+  free(dir);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: %s PATH-TO-UQJIT unit|compile\n", argv[0]);
@@ -695,6 +763,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(warm_fills_cache_hits_and_recompiles_corrupt_entry),
         cmocka_unit_test(
             cache_ls_names_kernels_and_verify_manifest_checks_each),
+        cmocka_unit_test(
+            warm_into_an_unusable_directory_exits_one_naming_the_cause),
     };
     return cmocka_run_group_tests_name("cli_tools_compile", tests, NULL,
                                        NULL);
@@ -705,6 +775,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(cache_admin_on_empty_directory),
       cmocka_unit_test(info_exits_zero_and_reports_compilers),
       cmocka_unit_test(demo_cpu_verifies_against_reference),
+      cmocka_unit_test(demo_cpu_refuses_an_overflowing_query_stride),
+      cmocka_unit_test(cache_commands_do_not_block_on_a_fifo_entry),
       cmocka_unit_test(bench_without_gpu_exits_one),
       cmocka_unit_test(help_lists_commands_and_each_has_usage),
       cmocka_unit_test(misuse_exits_two),

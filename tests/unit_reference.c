@@ -314,7 +314,7 @@ static void reference_matches_naive_uneligible_shapes(void **state) {
                .dtype = UQ_DTYPE_BF16, .seq_lens = {20}};
   check_problem(&c2, 17);
   config c3 = {.batch = 4, .hq = 6, .hk = 1, .d = 256, .block_size = 1,
-               .dtype = UQ_DTYPE_BF16, .scale = -0.05f,
+               .dtype = UQ_DTYPE_BF16, .scale = 0.05f,
                .seq_lens = {1, 2, 3, 9}};
   check_problem(&c3, 18);
 }

@@ -103,12 +103,13 @@ int uq__cache_open(const char *dir, const char *readonly_path, uq__cache **out) 
                   uq_last_error());
     uq__error_clear();
   } else {
-    uq__cache_make_dirs(c->wdir);
+    int made = uq__cache_make_dirs(c->wdir);
     int fd = open(c->wdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
+      int e = errno == ENOENT && made != 0 ? made : errno;
       uq__warn_once(&warned_nodir,
                     "cache directory %s unusable (%s); compiled kernels stay "
-                    "in memory only", c->wdir, strerror(errno));
+                    "in memory only", c->wdir, strerror(e));
     } else {
       c->wusable = uq__cache_dir_is_safe(fd);
       if (!c->wusable)
@@ -187,8 +188,20 @@ typedef struct lookup {
 
 static void warn_unsafe_layer(const char *root, const char *unsafe) {
   uq__warn_once(&warned_unsafe_layer,
-                "cache: not loading from %s: '%s' is writable by another "
-                "user or owned by one", root, unsafe);
+                "cache: not loading from %s: '%s' is a symbolic link, owned "
+                "by another user or writable by group or others", root,
+                unsafe);
+}
+
+/* Remembers the first entry of the kernel a lookup refused, so that a miss
+ * can say why ("corrupt") rather than "not in the cache". */
+static void note_rejected(const lookup *q, const char *root,
+                          const char *fname, const char *why) {
+  if (q->found == NULL || q->found->rejected[0] != '\0')
+    return;
+  snprintf(q->found->rejected, sizeof q->found->rejected,
+           "%s/%s/%s/%s/%s is %s", root, UQ__CACHE_VERSION_DIR, q->tdir,
+           q->hh, fname, why);
 }
 
 /* One file of a layer's entry directory: 0, UQ_ENOENT, or UQ_ENOMEM. */
@@ -200,17 +213,18 @@ static int try_file(const lookup *q, const char *root, int writable,
       memcmp(named.bytes, q->key->bytes, 16) != 0)
     return UQ_ENOENT;
   int rc = UQ_ENOENT;
-  int fd = openat(dirfd, fname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return UQ_ENOENT;
   struct stat st;
-  if (fstat(fd, &st) != 0)
-    goto done;
-  if (!uq__cache_file_is_safe(&st)) {
-    if (S_ISREG(st.st_mode))
-      uq__warn_once(&warned_unsafe_file,
-                    "cache: not loading %s/.../%s: writable by others or not "
-                    "ours", root, fname);
+  int fd = uq__cache_open_entry_file(dirfd, fname, &st);
+  if (fd < 0) {
+    if (errno != ENOENT)
+      note_rejected(q, root, fname, "not a regular file");
+    return UQ_ENOENT;
+  }
+  const char *why = uq__cache_distrust(&st, 0);
+  if (why != NULL) {
+    uq__warn_once(&warned_unsafe_file, "cache: not loading %s/.../%s: %s",
+                  root, fname, why);
+    note_rejected(q, root, fname, why);
     goto done;
   }
   uq__cache_entry_info *info = q->found != NULL ? &q->found->info : NULL;
@@ -225,6 +239,8 @@ static int try_file(const lookup *q, const char *root, int writable,
       snprintf(q->found->path, sizeof q->found->path, "%s/%s/%s/%s/%s", root,
                UQ__CACHE_VERSION_DIR, q->tdir, q->hh, fname);
   } else if (rc != UQ_ENOMEM) {
+    note_rejected(q, root, fname,
+                  rc == UQ_ECORRUPT ? "corrupt" : "unreadable");
     if (writable && rc == UQ_ECORRUPT)
       remove_bad_entry(dirfd, fname, fd);
     rc = UQ_ENOENT;
@@ -281,8 +297,13 @@ static int get_from(const lookup *q, const char *root, int writable,
     return UQ_ENOENT;
   int dirfd = uq__cache_open_entry_dir(root, q->tdir, q->hh, 0, &unsafe);
   if (dirfd < 0) {
-    if (unsafe != NULL)
+    if (unsafe != NULL) {
       warn_unsafe_layer(root, unsafe);
+      if (q->found != NULL && q->found->rejected[0] == '\0')
+        snprintf(q->found->rejected, sizeof q->found->rejected,
+                 "%s is not trusted: '%s' is a symbolic link, owned by "
+                 "another user or writable by group or others", root, unsafe);
+    }
     return UQ_ENOENT;
   }
   int rc = any ? try_any(q, root, writable, dirfd)
@@ -304,6 +325,8 @@ int uq__cache_find(uq__cache *c, const char *target, const uq__digest *key,
   if (rc != 0)
     return rc;
   memset(&q, 0, sizeof q);
+  if (found != NULL)
+    found->rejected[0] = '\0';
   q.target = target;
   q.tdir = tdir;
   q.key = key;
@@ -336,10 +359,12 @@ int uq__cache_get(uq__cache *c, const char *target, const uq__digest *key,
 
 /* ---- Writing ------------------------------------------------------------ */
 
+ssize_t (*uq__cache_write_fn)(int, const void *, size_t) = write;
+
 static int write_full(int fd, const void *buf, size_t n) {
   const uint8_t *p = buf;
   while (n > 0) {
-    ssize_t w = write(fd, p, n);
+    ssize_t w = uq__cache_write_fn(fd, p, n);
     if (w < 0 && errno == EINTR)
       continue;
     if (w < 0)
@@ -435,16 +460,17 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
                                                   meta != NULL ? meta->options
                                                                : NULL),
                         hh, fname, NULL);
-  uq__cache_make_dirs(c->wdir);
+  int made = uq__cache_make_dirs(c->wdir);
   dirfd = uq__cache_open_entry_dir(c->wdir, tdir, hh, 1, &unsafe);
   if (dirfd < 0) {
-    rc = dirfd == UQ_ENOENT ? UQ_EIO : dirfd;
+    int e = errno == ENOENT && made != 0 ? made : errno;
+    rc = dirfd == UQ_ENOENT ? uq__cache_status_of_errno(e) : dirfd;
     if (unsafe != NULL)
-      uq__errorf(rc, "cache: %s: '%s' is writable by another user or owned "
-                 "by one", c->wdir, unsafe);
+      uq__errorf(rc, "cache: %s: '%s' is a symbolic link, owned by another "
+                 "user or writable by group or others", c->wdir, unsafe);
     else
-      uq__errorf(rc, "cache: cannot create %s/%s/%s/%s", c->wdir,
-                 UQ__CACHE_VERSION_DIR, tdir, hh);
+      uq__errorf(rc, "cache: cannot create %s/%s/%s/%s: %s", c->wdir,
+                 UQ__CACHE_VERSION_DIR, tdir, hh, strerror(e));
     goto fail;
   }
   if (first_write_here(c, tdir, hh))
@@ -479,7 +505,13 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
   }
   fd = -1;
   const char *tmpbase = strrchr(tmp, '/') + 1;
-  if (renameat(dirfd, tmpbase, dirfd, fname) != 0) {
+  int moved = renameat(dirfd, tmpbase, dirfd, fname);
+  if (moved != 0 && (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST)) {
+    /* A directory at the entry's path: never an entry, so remove it. */
+    (void)uq__cache_remove_tree(dirfd, fname, 4);
+    moved = renameat(dirfd, tmpbase, dirfd, fname);
+  }
+  if (moved != 0) {
     rc = uq__errorf(uq__cache_status_of_errno(errno), "cache: publishing %s: %s", tmp,
                     strerror(errno));
     goto fail;

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define UQ__CACHE_FORMAT_VERSION 2
 
@@ -82,6 +83,9 @@ typedef struct uq__cache_entry_info {
 typedef struct uq__cache_found {
   char path[UQ__CACHE_PATH_MAX];
   uq__cache_entry_info info;
+  /* On a miss: the first entry of the kernel that was refused and why
+   * ("<path> is corrupt"), else "". */
+  char rejected[UQ__CACHE_PATH_MAX + 160];
 } uq__cache_found;
 
 /* Looks up the kernel `key` (its digest) of `target`: first the entry
@@ -103,6 +107,10 @@ int uq__cache_get(uq__cache *c, const char *target, const uq__digest *key,
  * process here; callers go on with the compiled object. */
 int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
                   const uq__cache_meta *meta, const void *payload, size_t len);
+
+/* The write(2) uq__cache_put writes entries with: a seam for tests that
+ * inject ENOSPC, EIO and the like; write itself otherwise. */
+extern ssize_t (*uq__cache_write_fn)(int fd, const void *buf, size_t n);
 
 /* The largest payload a reader accepts (a crafted header cannot make it
  * allocate more). */

@@ -27,6 +27,8 @@ typedef struct walk_item {
   const char *name;
   const struct stat *st;
   int is_temp;
+  int untrusted_dir;  /* a level (or the root) the loader refuses; `name`
+                         is under hexfd, or NULL for the root itself */
   int valid;          /* entries only */
   const char *target; /* from the header, "" when it did not parse */
   const uq__cache_entry_info *info; /* what the header says (zeroed if bad) */
@@ -35,10 +37,46 @@ typedef struct walk_item {
 /* Returns non-zero to stop the walk (passed through), or a negative status. */
 typedef int (*walk_fn)(void *user, const walk_item *item);
 
-static DIR *open_sub(int parent, const char *name) {
-  int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
+/* Reports a directory level (or what stands in its place) that the
+ * loader would refuse: by the loader's own rule, uq__cache_distrust. */
+static int visit_untrusted(const char *path, int parent, const char *name,
+                           const struct stat *st, walk_fn fn, void *user) {
+  walk_item it;
+  uq__cache_entry_info info;
+  memset(&it, 0, sizeof it);
+  memset(&info, 0, sizeof info);
+  it.path = path;
+  it.hexfd = parent;
+  it.name = name;
+  it.st = st;
+  it.untrusted_dir = 1;
+  it.target = "";
+  it.info = &info;
+  return fn(user, &it);
+}
+
+/* Opens a level of the layout below `parent` for the walk: NULL with *rc 0
+ * when it is gone, NULL with *rc from `fn` when it was reported as
+ * untrusted. */
+static DIR *open_sub(int parent, const char *name, const char *path,
+                     walk_fn fn, void *user, int *rc) {
+  struct stat st;
+  *rc = 0;
+  if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
     return NULL;
+  int fd = -1;
+  if (S_ISDIR(st.st_mode))
+    fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0 && fstat(fd, &st) != 0) {
+    close(fd);
+    return NULL;
+  }
+  if (fd < 0 || uq__cache_distrust(&st, 1) != NULL) {
+    if (fd >= 0)
+      close(fd);
+    *rc = visit_untrusted(path, parent, name, &st, fn, user);
+    return NULL;
+  }
   DIR *d = fdopendir(fd);
   if (d == NULL)
     close(fd);
@@ -74,14 +112,17 @@ static int visit_file(const char *root, const char *tname, const char *hname,
   uint64_t prov;
   if (uq__cache_digest_from_names(hname, fname, &want, &prov) != 0)
     return 0; /* not ours */
-  int fd = openat(hexfd, fname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return 0; /* raced with a remover, or not a regular file */
-  if (fstat(fd, &st) != 0) {
-    close(fd);
-    return 0;
+  int fd = uq__cache_open_entry_file(hexfd, fname, &st);
+  if (fd < 0) {
+    /* A directory, FIFO, link or device at an entry's path: bad. */
+    if (fstatat(hexfd, fname, &st, AT_SYMLINK_NOFOLLOW) != 0)
+      return 0; /* raced with a remover */
+    return fn(user, &it);
   }
-  int rc = uq__cache_read_entry(fd, NULL, &want, &prov, NULL, NULL, &info);
+  int rc = uq__cache_file_is_safe(&st)
+               ? uq__cache_read_entry(fd, NULL, &want, &prov, NULL, NULL,
+                                      &info)
+               : UQ_EPERM;
   close(fd);
   if (rc == UQ_ENOMEM || rc == UQ_EIO)
     return uq__errorf(rc, "cache: reading %s failed", path);
@@ -96,8 +137,43 @@ static int visit_file(const char *root, const char *tname, const char *hname,
   return fn(user, &it);
 }
 
+/* The path of a level for messages: root/v2[/t[/h]]. */
+static const char *level_path(char *buf, size_t n, const char *root,
+                              const char *t, const char *h) {
+  snprintf(buf, n, "%s/%s%s%s%s%s", root, UQ__CACHE_VERSION_DIR,
+           t != NULL ? "/" : "", t != NULL ? t : "", h != NULL ? "/" : "",
+           h != NULL ? h : "");
+  return buf;
+}
+
+/* Every entry of one <target> directory. */
+static int walk_target(const char *root, DIR *td, const char *tname,
+                       walk_fn fn, void *user) {
+  char path[PATH_MAX];
+  struct dirent *he;
+  int rc = 0;
+  while (rc == 0 && (he = readdir(td)) != NULL) {
+    if (he->d_name[0] == '.' || strlen(he->d_name) != 2)
+      continue;
+    DIR *hd = open_sub(dirfd(td), he->d_name,
+                       level_path(path, sizeof path, root, tname, he->d_name),
+                       fn, user, &rc);
+    if (hd == NULL)
+      continue;
+    struct dirent *fe;
+    while (rc == 0 && (fe = readdir(hd)) != NULL) {
+      if (strcmp(fe->d_name, ".") == 0 || strcmp(fe->d_name, "..") == 0)
+        continue;
+      rc = visit_file(root, tname, he->d_name, dirfd(hd), fe->d_name, fn,
+                      user);
+    }
+    closedir(hd);
+  }
+  return rc;
+}
+
 static int walk(const char *dir, walk_fn fn, void *user) {
-  char *root = NULL;
+  char *root = NULL, path[PATH_MAX];
   DIR *vd = NULL;
   int rootfd = -1, rc = uq__cache_resolve_dir(dir, &root);
   if (rc != 0)
@@ -108,32 +184,27 @@ static int walk(const char *dir, walk_fn fn, void *user) {
                     "cache directory %s: %s", root, strerror(errno));
     goto done;
   }
-  vd = open_sub(rootfd, UQ__CACHE_VERSION_DIR);
+  struct stat rst;
+  if (fstat(rootfd, &rst) == 0 && uq__cache_distrust(&rst, 1) != NULL) {
+    /* The loader uses nothing under an untrusted root. */
+    rc = visit_untrusted(root, rootfd, NULL, &rst, fn, user);
+    goto done;
+  }
+  vd = open_sub(rootfd, UQ__CACHE_VERSION_DIR,
+                level_path(path, sizeof path, root, NULL, NULL), fn, user,
+                &rc);
   if (vd == NULL)
-    goto done; /* an empty cache */
+    goto done; /* an empty cache, or an untrusted v2 reported */
   struct dirent *te;
   while (rc == 0 && (te = readdir(vd)) != NULL) {
     if (te->d_name[0] == '.')
       continue;
-    DIR *td = open_sub(dirfd(vd), te->d_name);
+    DIR *td = open_sub(dirfd(vd), te->d_name,
+                       level_path(path, sizeof path, root, te->d_name, NULL),
+                       fn, user, &rc);
     if (td == NULL)
       continue;
-    struct dirent *he;
-    while (rc == 0 && (he = readdir(td)) != NULL) {
-      if (he->d_name[0] == '.' || strlen(he->d_name) != 2)
-        continue;
-      DIR *hd = open_sub(dirfd(td), he->d_name);
-      if (hd == NULL)
-        continue;
-      struct dirent *fe;
-      while (rc == 0 && (fe = readdir(hd)) != NULL) {
-        if (strcmp(fe->d_name, ".") == 0 || strcmp(fe->d_name, "..") == 0)
-          continue;
-        rc = visit_file(root, te->d_name, he->d_name, dirfd(hd), fe->d_name,
-                        fn, user);
-      }
-      closedir(hd);
-    }
+    rc = walk_target(root, td, te->d_name, fn, user);
     closedir(td);
   }
 done:
@@ -224,6 +295,19 @@ typedef struct prune_ctx {
   time_t now;
 } prune_ctx;
 
+/* Repairs a level the loader refuses: one of ours that group or others
+ * may write becomes 0700 (entry files are still checked one by one); a
+ * link or file in a directory's place, or a directory of another user, is
+ * removed with what it holds (a link's target is not touched). The root
+ * is the user's to fix. 1 when something was repaired. */
+static int repair_level(const walk_item *it) {
+  if (it->name == NULL)
+    return 0;
+  if (S_ISDIR(it->st->st_mode) && it->st->st_uid == geteuid())
+    return fchmodat(it->hexfd, it->name, 0700, 0) == 0;
+  return uq__cache_remove_tree(it->hexfd, it->name, 4) == 0;
+}
+
 static int prune_one(void *user, const walk_item *it) {
   prune_ctx *pc = user;
   if (it->is_temp) {
@@ -232,8 +316,15 @@ static int prune_one(void *user, const walk_item *it) {
       pc->removed++;
     return 0;
   }
+  if (it->untrusted_dir) {
+    if (repair_level(it))
+      pc->removed++;
+    return 0;
+  }
   if (!it->valid) {
-    if (unlinkat(it->hexfd, it->name, 0) == 0)
+    /* Whatever stands at an entry's path: a file, FIFO, link or a
+     * directory tree. */
+    if (uq__cache_remove_tree(it->hexfd, it->name, 4) == 0)
       pc->removed++;
     return 0;
   }

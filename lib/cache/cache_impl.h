@@ -27,22 +27,38 @@ size_t uq__cache_make_header(uint8_t *h, const char *target,
                              const uq__digest *key, const uq__cache_meta *meta,
                              const void *payload, size_t len);
 
-/* 1 when the directory open on fd is ours (or root's) and writable by
- * nobody else: loading a code object runs code on the GPU. */
+/* The trust rule for the cache's directories (want_dir 1) and entry files
+ * (want_dir 0), applied by the loader, put, verify, prune and ls alike:
+ * NULL when `st` (from fstat or fstatat without following links) is
+ * trusted, else why not. docs/RELIABILITY.md, "Trust model". */
+const char *uq__cache_distrust(const struct stat *st, int want_dir);
+/* uq__cache_distrust of the directory open on fd is NULL. */
 int uq__cache_dir_is_safe(int fd);
-/* 1 for a regular file that is ours (or root's) and not world-writable. */
+/* uq__cache_distrust of an entry file's stat is NULL. */
 int uq__cache_file_is_safe(const struct stat *st);
+/* Opens an entry file for reading without ever blocking (a FIFO) or
+ * following a link, and fstats it into *st: the fd, or -1 (errno) when it
+ * cannot be opened or is not a regular file. */
+int uq__cache_open_entry_file(int dirfd, const char *name, struct stat *st);
 /* The status of an errno from writing the cache. */
 int uq__cache_status_of_errno(int e);
 
 /* Opens root/v2/<tdir>/<hh> checking every level; with `create`, missing
  * levels below the root are made 0700. Returns the 2-hex directory's fd or
  * a negative status (UQ_ENOENT when a level is missing, UQ_EPERM when one
- * is unsafe). `*unsafe` says which directory was refused. */
+ * is untrusted) with errno set. `*unsafe` says which directory was refused.
+ * With `create` a level of the writer's own that is a symbolic link or a
+ * file is replaced by a new directory, and one it owns that group or others
+ * may write is made 0700. */
 int uq__cache_open_entry_dir(const char *root, const char *tdir,
                              const char *hh, int create, const char **unsafe);
-/* mkdir -p with 0700 for the levels it creates. Errors are left to the
- * open that follows, which reports them. */
-void uq__cache_make_dirs(const char *path);
+/* mkdir -p with 0700 for the levels it creates. Returns the errno of the
+ * deepest level that could not be made (0: all exist), for the open that
+ * follows to report in place of its ENOENT. */
+int uq__cache_make_dirs(const char *path);
+/* Removes `name` under dirfd: a file, link or FIFO, or a directory with
+ * what it holds down to `depth` levels (never following a link). 0, or -1
+ * with errno set. */
+int uq__cache_remove_tree(int dirfd, const char *name, int depth);
 
 #endif

@@ -4,6 +4,7 @@
  * safety are the ones an entry is read from. */
 #include "lib/cache/cache_impl.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -75,28 +76,57 @@ int uq__cache_resolve_dir(const char *dir, char **out) {
   return 0;
 }
 
-/* ---- Directory safety --------------------------------------------------- */
+/* ---- Trust ---------------------------------------------------------------- */
 
-/* Loading a code object runs code on the GPU: nobody but us (or root) may
- * be able to put files where we read them. */
+/* The one trust rule (docs/RELIABILITY.md, "Trust model"). Loading a code
+ * object runs code on the GPU, so nobody but the reader (or root) may be
+ * able to put or change files where they are read: every directory below
+ * a layer's root and every entry file must be of the expected type (never
+ * a symbolic link: all of them are opened with O_NOFOLLOW), owned by the
+ * reader's effective user or by root, and writable by neither group nor
+ * others. The same rule holds in the writable cache and in read-only
+ * layers. */
+const char *uq__cache_distrust(const struct stat *st, int want_dir) {
+  if (S_ISLNK(st->st_mode))
+    return "a symbolic link";
+  if (want_dir && !S_ISDIR(st->st_mode))
+    return "not a directory";
+  if (!want_dir && !S_ISREG(st->st_mode))
+    return S_ISDIR(st->st_mode) ? "a directory, not an entry file"
+                                : "not a regular file";
+  if (st->st_uid != geteuid() && st->st_uid != 0)
+    return "owned by another user";
+  if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return "writable by group or others";
+  return NULL;
+}
+
 int uq__cache_dir_is_safe(int fd) {
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))
-    return 0;
-  if (st.st_uid != geteuid() && st.st_uid != 0)
-    return 0;
-  return (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+  return fstat(fd, &st) == 0 && uq__cache_distrust(&st, 1) == NULL;
 }
 
 int uq__cache_file_is_safe(const struct stat *st) {
-  if (!S_ISREG(st->st_mode))
-    return 0;
-  if (st->st_uid != geteuid() && st->st_uid != 0)
-    return 0;
-  return (st->st_mode & S_IWOTH) == 0;
+  return uq__cache_distrust(st, 0) == NULL;
 }
 
-/* Maps an errno from writing the cache to a status. */
+int uq__cache_open_entry_file(int dirfd, const char *name, struct stat *st) {
+  /* O_NONBLOCK: a FIFO planted at an entry's path must not block the
+   * open; O_NOFOLLOW: a symbolic link is refused. */
+  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  return fd;
+}
+
+/* Maps an errno from writing the cache to a status. A read-only file
+ * system or a directory we may not write to is UQ_EIO with the errno's
+ * words in the message: UQ_EPERM is kept for untrusted directories. */
 int uq__cache_status_of_errno(int e) {
   switch (e) {
   case ENOSPC:
@@ -105,15 +135,33 @@ int uq__cache_status_of_errno(int e) {
   case EDQUOT:
 #endif
     return UQ_ENOSPC;
-  case EACCES:
-  case EPERM:
-  case EROFS:
-    return UQ_EPERM;
   case ENOMEM:
     return UQ_ENOMEM;
   default:
     return UQ_EIO;
   }
+}
+
+/* A writer repairs a level of its own cache that is a symbolic link or
+ * not a directory: it is removed and made again (the link's target is not
+ * touched). The new directory's fd, or -1 with errno set. */
+static int replace_level(int parent, const char *name) {
+  struct stat st;
+  if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+      S_ISDIR(st.st_mode) || unlinkat(parent, name, 0) != 0 ||
+      mkdirat(parent, name, 0700) != 0)
+    return -1;
+  return openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* A writer repairs a directory of its own that group or others may write
+ * to by making it 0700; entry files are still checked one by one, and a
+ * file only its owner can change stays trusted. 1 when it is now safe. */
+static int repair_mode(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+    return 0;
+  return fchmod(fd, 0700) == 0 && uq__cache_dir_is_safe(fd);
 }
 
 /* Opens root/v2/<tdir>/<hh> checking every level; with `create`, missing
@@ -138,16 +186,26 @@ int uq__cache_open_entry_dir(const char *root, const char *tdir,
     if (create && mkdirat(fd, levels[i], 0700) != 0 && errno != EEXIST) {
       int e = errno;
       close(fd);
+      errno = e;
       return e == ENOENT ? UQ_EIO : uq__cache_status_of_errno(e);
     }
     int next = openat(fd, levels[i],
                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0 && create && (errno == ELOOP || errno == ENOTDIR))
+      next = replace_level(fd, levels[i]);
     int e = errno;
-    close(fd);
-    if (next < 0)
+    if (next < 0) {
+      close(fd);
+      errno = e;
+      if (e == ELOOP) {
+        *unsafe = levels[i]; /* a symbolic link */
+        return UQ_EPERM;
+      }
       return e == ENOENT || e == ENOTDIR ? UQ_ENOENT
                                          : uq__cache_status_of_errno(e);
-    if (!uq__cache_dir_is_safe(next)) {
+    }
+    close(fd);
+    if (!uq__cache_dir_is_safe(next) && !(create && repair_mode(next))) {
       close(next);
       *unsafe = levels[i];
       return UQ_EPERM;
@@ -157,20 +215,49 @@ int uq__cache_open_entry_dir(const char *root, const char *tdir,
   return fd;
 }
 
-/* mkdir -p with 0700 for the levels we create. Errors are left to the
- * open that follows, which reports them. */
-void uq__cache_make_dirs(const char *path) {
+/* mkdir -p with 0700 for the levels we create. Returns the errno of the
+ * last mkdir that failed other than with EEXIST (0: none), so that the
+ * open that follows can report why the directory is missing (EROFS, say,
+ * rather than ENOENT). */
+int uq__cache_make_dirs(const char *path) {
   char buf[PATH_MAX];
+  int last = 0;
   size_t n = strlen(path);
   if (n == 0 || n >= sizeof buf)
-    return;
+    return ENAMETOOLONG;
   memcpy(buf, path, n + 1);
   for (size_t i = 1; i <= n; i++) {
     if (buf[i] == '/' || buf[i] == '\0') {
       char saved = buf[i];
       buf[i] = '\0';
-      (void)mkdir(buf, 0700);
+      if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+        last = errno;
+      else
+        last = 0;
       buf[i] = saved;
     }
   }
+  return last;
+}
+
+int uq__cache_remove_tree(int parent, const char *name, int depth) {
+  struct stat st;
+  if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT ? 0 : -1;
+  if (!S_ISDIR(st.st_mode))
+    return unlinkat(parent, name, 0);
+  int fd = depth > 0 ? openat(parent, name, O_RDONLY | O_DIRECTORY |
+                                               O_NOFOLLOW | O_CLOEXEC)
+                     : -1;
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (d == NULL && fd >= 0)
+    close(fd);
+  if (d != NULL) {
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+        (void)uq__cache_remove_tree(dirfd(d), e->d_name, depth - 1);
+    closedir(d);
+  }
+  return unlinkat(parent, name, AT_REMOVEDIR);
 }

@@ -155,6 +155,17 @@ static int read_options(const uq_shape *shape, plan_in *in) {
     return uq__errorf(UQ_EINVAL, "query strides (%lld, %lld) are negative",
                       (long long)shape->q_stride_seq,
                       (long long)shape->q_stride_head);
+  /* The query's last element, in bytes, must be addressable: the kernels
+   * index it with 64-bit offsets. */
+  int64_t last = 0, heads = 0;
+  if (__builtin_mul_overflow(in->batch - 1, in->stride_seq, &last) ||
+      __builtin_mul_overflow(in->hq - 1, in->stride_head, &heads) ||
+      __builtin_add_overflow(last, heads, &last) ||
+      __builtin_add_overflow(last, in->d, &last) ||
+      __builtin_mul_overflow(last, (int64_t)2, &last))
+    return uq__errorf(UQ_EOVERFLOW,
+                      "query strides (%lld, %lld) overflow the query's size",
+                      (long long)in->stride_seq, (long long)in->stride_head);
   in->fuse = in->stride_head == in->d && in->stride_seq >= in->hq * in->d;
   in->dtype = shape->q_dtype ? shape->q_dtype : UQ_DTYPE_BF16;
   if (in->dtype != UQ_DTYPE_BF16 && in->dtype != UQ_DTYPE_FP16)

@@ -256,6 +256,10 @@ int uq_slot_layout_get(int head_dim, uq_slot_layout *out) {
     return uq__errorf(UQ_EINVAL,
                       "head_dim = %d is not a positive multiple of 32",
                       head_dim);
+  /* The slot size (and its padding to 4) must fit the int32 fields. */
+  if (uq_slot_size(head_dim) > (size_t)INT32_MAX - 3)
+    return uq__errorf(UQ_EOVERFLOW, "head_dim = %d: slot size overflows",
+                      head_dim);
   uint32_t d = (uint32_t)head_dim;
   memset(out, 0, sizeof *out);
   out->head_dim = d;
@@ -278,6 +282,9 @@ int uq__resolve_padded_slot(int head_dim, int padded_slot, int32_t *resolved) {
   if (size == 0)
     return uq__errorf(UQ_EINVAL,
                       "head_dim = %d is not a positive multiple of 32",
+                      head_dim);
+  if (size > (size_t)INT32_MAX - 3)
+    return uq__errorf(UQ_EOVERFLOW, "head_dim = %d: slot size overflows",
                       head_dim);
   if (padded_slot == 0) {
     *resolved = (int32_t)((size + 3) / 4 * 4);

@@ -127,8 +127,10 @@ static int check_shape(const uq_shape *shape, const uq_decode_args *args,
     return uq__errorf(UQ_EUNSUPPORTED,
                       "reference decode: sliding_window = %d is not supported",
                       (int)shape->sliding_window);
-  if (!isfinite(shape->scale))
-    return uq__errorf(UQ_EINVAL, "reference decode: scale is not finite");
+  /* As uq_plan_make: 0 means 1/sqrt(D), a negative scale is refused. */
+  if (!isfinite(shape->scale) || shape->scale < 0.0f)
+    return uq__errorf(UQ_EINVAL, "reference decode: scale %g is not finite "
+                      "and >= 0", (double)shape->scale);
   if (shape->q_stride_seq < 0 || shape->q_stride_head < 0)
     return uq__errorf(UQ_EINVAL,
                       "reference decode: negative query stride (seq %lld, "

@@ -82,11 +82,19 @@ static int compile_and_store(uq_context *ctx, uq__entry *e,
   const uq__cache_meta meta = {name, uq__compiler_identity(cc),
                                uq__compiler_options(cc, key->target),
                                uq__route_name(uq__compiler_route(cc)), 0};
-  /* A failed write is not this call's failure (uq__cache_put warns). */
-  if (ctx->cache != NULL &&
-      uq__cache_put(ctx->cache, key->target, digest, &meta, *obj,
-                    *obj_len) != 0)
+  /* A failed write is not this call's failure: the kernel still runs
+   * (uq__cache_put warns once). uq_compile_keys, whose job is to fill the
+   * cache, counts it as failed from e->store_status. */
+  if (ctx->cache != NULL) {
+    int put = uq__cache_put(ctx->cache, key->target, digest, &meta, *obj,
+                            *obj_len);
+    if (put != 0) {
+      e->store_status = put;
+      snprintf(e->store_detail, sizeof e->store_detail, "%s",
+               uq_last_error());
+    }
     uq__error_clear();
+  }
 done:
   uq__buf_free(&src);
   return rc;
@@ -134,9 +142,14 @@ int uq__jit_object(uq_context *ctx, uq__entry *e) {
   if (no_jit) {
     char hex[33];
     uq__digest_hex(&digest, hex);
-    rc = uq__errorf(UQ_ENOJIT,
-                    "kernel %s (digest %s) is not in the cache and "
-                    "UQJIT_DISABLE_JIT is set", name, hex);
+    if (found->rejected[0] != '\0')
+      rc = uq__errorf(UQ_ENOJIT,
+                      "kernel %s (digest %s): no usable cache entry (%s) and "
+                      "UQJIT_DISABLE_JIT is set", name, hex, found->rejected);
+    else
+      rc = uq__errorf(UQ_ENOJIT,
+                      "kernel %s (digest %s) is not in the cache and "
+                      "UQJIT_DISABLE_JIT is set", name, hex);
     goto cleanup;
   }
   if (cc == NULL) {
@@ -251,6 +264,13 @@ static void *compile_worker(void *arg) {
     if (rc == 0)
       rc = uq__context_object(job->ctx, key, 1, &e, &was_hit);
     int from_cache = rc == 0 && (was_hit || e->from_disk);
+    /* Filling the cache is this call's job: a kernel compiled but not
+     * stored there failed. */
+    if (rc == 0 && !e->from_disk && e->store_status != 0) {
+      rc = e->store_status;
+      uq__errorf(rc, "%s", e->store_detail);
+      from_cache = 0;
+    }
     pthread_mutex_lock(&job->mutex);
     job->done++;
     if (rc != 0) {
@@ -425,7 +445,9 @@ int uq_cache_find(const char *dir, const uq_key *key, uq_cache_visit_fn visit,
   if (rc == UQ_ENOENT) {
     char name[512];
     uq_key_name(key, name, sizeof name);
-    uq__errorf(rc, "no valid cache entry for %s", name);
+    uq__errorf(rc, "no valid cache entry for %s%s%s%s", name,
+               found->rejected[0] ? " (" : "", found->rejected,
+               found->rejected[0] ? ")" : "");
   }
   uq__free(found);
   uq__cache_close(c);

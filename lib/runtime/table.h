@@ -46,6 +46,9 @@ typedef struct uq__entry {
   uint32_t block_threads;
   int from_disk; /* the code object came from the on-disk cache */
   char compiler[256]; /* identity of the compiler that built the object */
+  int32_t store_status;  /* why a compiled object is not in the disk cache
+                            (0: stored, found there, or no cache) */
+  char store_detail[512]; /* uq_last_error() of that failure */
   struct uq__entry *next_all; /* every entry, for destroy */
 } uq__entry;
 

@@ -1,5 +1,6 @@
 #include "tests/support/testkit.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,8 +13,14 @@ size_t tk_query_elems(const uq_shape *s) {
   int64_t head = s->q_stride_head ? s->q_stride_head : s->head_dim;
   int64_t seq = s->q_stride_seq ? s->q_stride_seq
                                 : (int64_t)s->num_q_heads * s->head_dim;
-  return (size_t)((s->batch - 1) * seq + (s->num_q_heads - 1) * head +
-                  s->head_dim);
+  int64_t a, b, n;
+  if (__builtin_mul_overflow((int64_t)s->batch - 1, seq, &a) ||
+      __builtin_mul_overflow((int64_t)s->num_q_heads - 1, head, &b) ||
+      __builtin_add_overflow(a, b, &n) ||
+      __builtin_add_overflow(n, (int64_t)s->head_dim, &n) || n <= 0 ||
+      (uint64_t)n > SIZE_MAX / 2)
+    return 0;
+  return (size_t)n;
 }
 
 static uint16_t to_half(uq_dtype dtype, double x) {
@@ -40,7 +47,9 @@ static int size_problem(tk_problem *p, const int32_t *seq_lens) {
     s->q_dtype = UQ_DTYPE_BF16;
   if (s->padded_slot == 0)
     s->padded_slot = (int32_t)((uq_slot_size(s->head_dim) + 3) & ~(size_t)3);
-  int64_t bs = s->block_size, w = bs * s->max_blocks_per_seq;
+  int64_t bs = s->block_size, w;
+  if (__builtin_mul_overflow(bs, (int64_t)s->max_blocks_per_seq, &w))
+    return UQ_EOVERFLOW;
   p->num_blocks = p->opts.spare_blocks;
   p->num_tokens = 0;
   for (int64_t i = 0; i < s->batch; i++) {
@@ -49,9 +58,17 @@ static int size_problem(tk_problem *p, const int32_t *seq_lens) {
     p->num_blocks += (seq_lens[i] + bs - 1) / bs;
     p->num_tokens += seq_lens[i];
   }
-  p->cache_bytes = (size_t)(p->num_blocks * bs * s->num_kv_heads *
-                            (int64_t)s->padded_slot);
+  int64_t bytes;
+  if (__builtin_mul_overflow(p->num_blocks, bs, &bytes) ||
+      __builtin_mul_overflow(bytes, (int64_t)s->num_kv_heads, &bytes) ||
+      __builtin_mul_overflow(bytes, (int64_t)s->padded_slot, &bytes))
+    return UQ_EOVERFLOW;
+  p->cache_bytes = (size_t)bytes;
+  /* Sizes that do not fit are refused here, before any arithmetic on
+   * them can overflow (the library refuses such shapes too). */
   p->query_elems = tk_query_elems(s);
+  if (p->query_elems == 0)
+    return UQ_EOVERFLOW;
   return 0;
 }
 

@@ -68,7 +68,8 @@ double tk_max_abs_diff(const double *x, const double *ref, size_t n);
 
 /* ---- synthetic decode problem (problem.c) ---------------------------- */
 
-/* Elements a query buffer of `shape` spans (its strides honoured). */
+/* Elements a query buffer of `shape` spans (its strides honoured); 0 when
+ * that does not fit a size_t of bytes. */
 size_t tk_query_elems(const uq_shape *shape);
 
 typedef struct tk_problem_opts {
