@@ -17,19 +17,17 @@ static_assert(UQ_HEAD_DIM == 256, "the gfx950 layer serves head_dim 256");
 static_assert(UQ_QG >= 1 && UQ_QG <= 16, "the gfx950 layer serves query groups of 1..16");
 
 constexpr int UQ_G950_TILE = 16;         /* tokens per tile */
-constexpr int UQ_G950_VROW = 256 + 8;    /* bf16 V tile row, padded by 8 elements */
 constexpr int UQ_G950_ROT_PASSES = (UQ_QG + 7) / 8; /* 8 query rows per pass */
 
-/* LDS (bytes): the E4M3 query (QG rows of 256, permuted) and one tile
- * region of 8448 bytes that holds, in turn, the K code tile (16 x 128)
- * with the K scale dwords (16 x 2 x 4) for QK, and the bf16 V tile
- * (16 rows of 256 + 8 padding elements) for PV: 12544 bytes at QG 16,
- * 10496 at 8, 9984 at 6. Below 160 KiB / 13 = 12603 bytes four waves a
- * SIMD stay possible, so the backend schedules for 128 VGPRs. */
-constexpr int UQ_G950_REGION = UQ_G950_TILE * UQ_G950_VROW * 2;
-constexpr int UQ_G950_KS_OFF = UQ_G950_TILE * 128; /* K scale dwords, after the codes */
-constexpr int UQ_G950_LDS = UQ_QG * 256 + UQ_G950_REGION;
-static_assert(UQ_G950_KS_OFF + UQ_G950_TILE * 8 <= UQ_G950_REGION, "gfx950 layer: K tile too large");
+/* LDS (gfx950_maps.hip): 12544 bytes at QG 16, 10496 at 8, 9984 at 6.
+ * Below 160 KiB / 13 = 12603 bytes four waves a SIMD stay possible, so the
+ * backend schedules for 128 VGPRs. */
+constexpr int UQ_G950_VROW = UQ_G950_LDS_VROW;
+constexpr int UQ_G950_REGION = UQ_G950_LDS_TILE;
+constexpr int UQ_G950_KS_OFF = UQ_G950_LDS_KSCALES;
+constexpr int UQ_G950_LDS = UQ_G950_LDS_BYTES(UQ_QG);
+static_assert(UQ_G950_KS_OFF + UQ_G950_LDS_KSCALES_BYTES <= UQ_G950_REGION,
+              "gfx950 layer: K tile too large");
 static_assert(UQ_G950_LDS <= 64 + UQ_QG * 512 + 8448 + 512,
               "gfx950 layer: LDS over the production layout's budget");
 
@@ -193,7 +191,7 @@ UQ_DEV void uq_g950_query_to_lds(const uq_decode_params &p, int b, int kh, int l
 #endif
 
 UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G950_KERNEL_ATTRS void UQ_KERNEL_NAME(uq_decode_params p) {
-  UQ_SHARED uq_u32 q_s[UQ_QG * 64];
+  UQ_SHARED uq_u32 q_s[UQ_QG * UQ_G950_LDS_QROW / 4];
   UQ_SHARED uq_u32 region[UQ_G950_REGION / 4];
   uq_grid_dependents(); /* the reduce may be scheduled */
   const int lane = uq_tid();

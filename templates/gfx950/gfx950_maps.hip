@@ -36,6 +36,19 @@
 #define UQ_G950_SLOT_V 136
 #define UQ_G950_SLOT_VSCALE 264
 
+/* ---- LDS (bytes) --------------------------------------------------------
+ * Two arrays: the E4M3 query, QG rows of 256 bytes (permuted), and one
+ * tile region that holds, between barriers, first the K code tile (16
+ * tokens x 128 bytes) followed by the K scale dwords (16 x 2 x 4), then the
+ * bf16 V tile (16 rows of 256 + 8 padding elements). */
+#define UQ_G950_LDS_QROW 256
+#define UQ_G950_LDS_VROW (256 + 8)
+#define UQ_G950_LDS_TILE (16 * UQ_G950_LDS_VROW * 2)
+#define UQ_G950_LDS_KCODES 0
+#define UQ_G950_LDS_KSCALES (16 * 128)
+#define UQ_G950_LDS_KSCALES_BYTES (16 * 8)
+#define UQ_G950_LDS_BYTES(qg) ((qg) * UQ_G950_LDS_QROW + UQ_G950_LDS_TILE)
+
 /* ---- staging loads ---------------------------------------------------- */
 
 UQ_DEV int uq_g950_stage_token(int lane) { return lane >> 2; }
