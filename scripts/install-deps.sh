@@ -10,6 +10,7 @@ packages=(
   clang-22 lld-22 llvm-22             # offline AMD code objects, objdump
   libamdhip64-dev libamd-comgr-dev libhiprtc-builtins5  # hipRTC (ROCm 5.2), comgr
   valgrind                            # leak checks of the CPU paths
+  clang-14 libclang-rt-14-dev         # libFuzzer + ASan/UBSan (scripts/fuzz.sh)
 )
 
 missing=()

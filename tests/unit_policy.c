@@ -756,6 +756,50 @@ static void store_key_is_built_and_checked(void **state) {
                    UQ_EINVAL);
 }
 
+/* Found by fuzzing (tests/fuzz/fuzz_plan.c): a window so long that one
+ * partition would need more tile groups than a key may carry is refused,
+ * instead of an eligible plan whose decode key uq_key_name rejects. */
+static void policy_refuses_windows_beyond_the_key_limits(void **state) {
+  (void)state;
+  uq_shape s;
+  uq_shape_init(&s);
+  s.batch = 2097408;
+  s.num_q_heads = 16;
+  s.num_kv_heads = 1;
+  s.head_dim = 256;
+  s.block_size = 64;
+  s.max_blocks_per_seq = 15859713;
+  uq_plan p;
+  assert_int_equal(uq_plan_make(&s, "sm_90a", &p), 0);
+  assert_int_equal(p.eligible, 0);
+  assert_non_null(strstr(p.reason, "tile groups per partition"));
+  /* Every plan that is eligible names valid keys. */
+  s.max_blocks_per_seq = 4096;
+  assert_int_equal(uq_plan_make(&s, "sm_90a", &p), 0);
+  assert_int_equal(p.eligible, 1);
+  char name[512];
+  for (int i = 0; i < p.num_kernels; i++)
+    assert_true(uq_key_name(&p.kernels[i], name, sizeof name) > 0);
+}
+
+/* Found by fuzzing: B x Hk x P near 2^63 on the warpgroup layer overflowed
+ * int64 while sizing partitions (UBSan); now the sizes are refused or the
+ * plan made without undefined behaviour. */
+static void policy_sizes_huge_grids_without_overflow(void **state) {
+  (void)state;
+  uq_shape s;
+  uq_shape_init(&s);
+  s.batch = 587399424;
+  s.num_q_heads = 1 << 30;
+  s.num_kv_heads = 1 << 27;
+  s.head_dim = 256;
+  s.block_size = 64;
+  s.max_blocks_per_seq = 262143;
+  uq_plan p;
+  int rc = uq_plan_make(&s, "sm_90a", &p);
+  assert_true(rc == 0 || rc == UQ_EOVERFLOW);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(policy_matches_hand_worked_partitions),
@@ -773,6 +817,8 @@ int main(void) {
       cmocka_unit_test(warpgroup_layer_halves_partitions_of_full_grids),
       cmocka_unit_test(plan_reads_only_shape_fields),
       cmocka_unit_test(store_key_is_built_and_checked),
+      cmocka_unit_test(policy_refuses_windows_beyond_the_key_limits),
+      cmocka_unit_test(policy_sizes_huge_grids_without_overflow),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/base/alloc.h"
@@ -62,34 +64,126 @@ int uq__os_find_program(const char *name, char *out, size_t n) {
   return UQ_ENOENT;
 }
 
-int uq__os_mkdtemp(char *out, size_t n) {
+/* Scratch directories left by a process that died (its pid is gone) are
+ * removed; one older than this is removed whatever its pid says, since the
+ * pid may have been reused or belong to another pid namespace. */
+#define UQ__OS_STALE_SCRATCH_SECONDS (24 * 3600)
+
+/* rm -rf below an open directory, without following symlinks; `depth`
+ * bounds the recursion (compilers nest a level or two at most). */
+static void remove_below(int dirfd, int depth) {
+  int fd = dup(dirfd);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (d == NULL) {
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    if (unlinkat(dirfd, e->d_name, 0) == 0 || depth <= 0)
+      continue;
+    int sub = openat(dirfd, e->d_name,
+                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub >= 0) {
+      remove_below(sub, depth - 1);
+      close(sub);
+      unlinkat(dirfd, e->d_name, AT_REMOVEDIR);
+    }
+  }
+  closedir(d);
+}
+
+/* "$TMPDIR/uqjit-<uid>" (TMPDIR unset or relative: /tmp), made 0700 when
+ * missing. It must be a real directory of ours that nobody else can write,
+ * since compilers read their inputs back from it. */
+static int scratch_parent(char *out, size_t n) {
   /* TMPDIR is the system's convention for scratch space (read-only images
    * often point it somewhere writable); it is no uqjit setting. */
   const char *base = secure_getenv("TMPDIR");
   if (base == NULL || base[0] != '/')
     base = "/tmp";
-  if ((size_t)snprintf(out, n, "%s/uqjit-XXXXXX", base) >= n)
+  if ((size_t)snprintf(out, n, "%s/uqjit-%u", base, (unsigned)geteuid()) >= n)
     return uq__errorf(UQ_EIO, "temporary directory name too long: %s", base);
-  if (mkdtemp(out) == NULL) {
+  if (mkdir(out, 0700) != 0 && errno != EEXIST) {
     int e = errno;
     return uq__errorf(UQ_EIO, "cannot create a temporary directory in %s: %s",
                       base, strerror(e));
+  }
+  struct stat st;
+  if (lstat(out, &st) != 0 || !S_ISDIR(st.st_mode) ||
+      st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return uq__errorf(UQ_EIO, "temporary directory %s is not a directory of "
+                      "ours that only we can write", out);
+  return 0;
+}
+
+void uq__os_sweep_scratch(void) {
+  char parent[PATH_MAX];
+  if (scratch_parent(parent, sizeof parent) != 0) {
+    uq__error_clear();
+    return;
+  }
+  int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = pfd >= 0 ? dup(pfd) : -1;
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (d == NULL) {
+    if (fd >= 0)
+      close(fd);
+    if (pfd >= 0)
+      close(pfd);
+    return;
+  }
+  time_t now = time(NULL);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char *end;
+    long pid = strtol(e->d_name, &end, 10);
+    struct stat st;
+    if (end == e->d_name || *end != '-' || pid <= 0 || pid == (long)getpid() ||
+        fstatat(pfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISDIR(st.st_mode))
+      continue;
+    int dead = kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    if (!dead && now - st.st_mtime <= UQ__OS_STALE_SCRATCH_SECONDS)
+      continue;
+    int sub = openat(pfd, e->d_name,
+                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub >= 0) {
+      remove_below(sub, 4);
+      close(sub);
+      unlinkat(pfd, e->d_name, AT_REMOVEDIR);
+    }
+  }
+  closedir(d);
+  close(pfd);
+}
+
+static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
+
+int uq__os_mkdtemp(char *out, size_t n) {
+  pthread_once(&sweep_once, uq__os_sweep_scratch);
+  char parent[PATH_MAX];
+  int status = scratch_parent(parent, sizeof parent);
+  if (status != 0)
+    return status;
+  if ((size_t)snprintf(out, n, "%s/%ld-XXXXXX", parent, (long)getpid()) >= n)
+    return uq__errorf(UQ_EIO, "temporary directory name too long: %s", parent);
+  if (mkdtemp(out) == NULL) {
+    int e = errno;
+    return uq__errorf(UQ_EIO, "cannot create a temporary directory in %s: %s",
+                      parent, strerror(e));
   }
   return 0;
 }
 
 void uq__os_rmtree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d != NULL) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      char p[PATH_MAX];
-      if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < sizeof p)
-        unlink(p);
-    }
-    closedir(d);
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    remove_below(fd, 4);
+    close(fd);
   }
   rmdir(dir);
 }
@@ -158,8 +252,9 @@ int uq__os_write_file(const char *path, const void *data, size_t len) {
   return 0;
 }
 
-int uq__os_run(char *const argv[], const char *stdin_path, char **out,
-               size_t *out_len, char **err, int *exit_code) {
+static int run_env(char *const argv[], char *const envp[],
+                   const char *stdin_path, char **out, size_t *out_len,
+                   char **err, int *exit_code) {
   int status = 0;
   char dir[PATH_MAX], out_path[PATH_MAX + 16], err_path[PATH_MAX + 16];
   char *out_data = NULL, *err_data = NULL;
@@ -195,7 +290,7 @@ int uq__os_run(char *const argv[], const char *stdin_path, char **out,
     goto cleanup;
   }
   pid_t pid;
-  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp);
   if (rc != 0) {
     status = uq__errorf(UQ_EIO, "cannot run %s: %s", argv[0], strerror(rc));
     goto cleanup;
@@ -237,5 +332,36 @@ cleanup:
   uq__free(out_data);
   uq__free(err_data);
   uq__os_rmtree(dir);
+  return status;
+}
+
+int uq__os_run(char *const argv[], const char *stdin_path, char **out,
+               size_t *out_len, char **err, int *exit_code) {
+  return run_env(argv, environ, stdin_path, out, out_len, err, exit_code);
+}
+
+int uq__os_run_in(char *const argv[], const char *tmpdir, char **out,
+                  size_t *out_len, char **err, int *exit_code) {
+  size_t n = 0;
+  while (environ[n] != NULL)
+    n++;
+  size_t vlen = strlen("TMPDIR=") + strlen(tmpdir) + 1;
+  char **envp = uq__malloc((n + 2) * sizeof *envp);
+  char *var = uq__malloc(vlen);
+  if (envp == NULL || var == NULL) {
+    uq__free(envp);
+    uq__free(var);
+    return uq__errorf(UQ_ENOMEM, "out of memory running %s", argv[0]);
+  }
+  snprintf(var, vlen, "TMPDIR=%s", tmpdir);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "TMPDIR=", 7) != 0)
+      envp[k++] = environ[i];
+  envp[k++] = var;
+  envp[k] = NULL;
+  int status = run_env(argv, envp, NULL, out, out_len, err, exit_code);
+  uq__free(var);
+  uq__free(envp);
   return status;
 }

@@ -12,10 +12,17 @@
  * the caller words the message). */
 int uq__os_find_program(const char *name, char *out, size_t n);
 
-/* A private temporary directory (mode 0700, under $TMPDIR or /tmp). */
+/* A private temporary directory "<pid>-XXXXXX" (mode 0700) in
+ * "$TMPDIR/uqjit-<uid>" ($TMPDIR unset or relative: /tmp), which must be a
+ * directory of ours that nobody else can write. The first call of a process
+ * sweeps the directories of processes that died (uq__os_sweep_scratch). */
 int uq__os_mkdtemp(char *out, size_t n);
-/* Removes a directory made by uq__os_mkdtemp and the plain files in it. */
+/* Removes a directory made by uq__os_mkdtemp and everything in it (never
+ * following a symlink). */
 void uq__os_rmtree(const char *dir);
+/* Removes the scratch directories of dead processes, and any older than a
+ * day, from "$TMPDIR/uqjit-<uid>": what a killed compile left. */
+void uq__os_sweep_scratch(void);
 
 /* Runs `argv` (argv[0] an absolute path) with posix_spawn, stdin from
  * `stdin_path` (NULL: /dev/null), stdout and stderr captured through files in
@@ -25,6 +32,11 @@ void uq__os_rmtree(const char *dir);
  * Fails (UQ_EIO, UQ_ENOMEM) only when the program could not be run. */
 int uq__os_run(char *const argv[], const char *stdin_path, char **out,
                size_t *out_len, char **err, int *exit_code);
+
+/* uq__os_run with TMPDIR set to `tmpdir` for the program (stdin from
+ * /dev/null), so that its own scratch files land in a directory we remove. */
+int uq__os_run_in(char *const argv[], const char *tmpdir, char **out,
+                  size_t *out_len, char **err, int *exit_code);
 
 /* Reads a whole file (NUL-terminated; caller frees with uq__free). */
 int uq__os_read_file(const char *path, char **data, size_t *len);

@@ -31,7 +31,9 @@ static int always(const uq__target_info *info) {
  * (wgmma_sm90_maps.hip, uq_wg_chunks), so it loses parallelism only where
  * the grid is at least the full one. */
 static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts) {
-  while (parts > 2 && kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID)
+  /* The first test keeps the product below from overflowing. */
+  while (parts > 2 && (kv_heads_total >= WARPGROUP_FULL_GRID ||
+                       kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID))
     parts /= 2;
   return parts;
 }

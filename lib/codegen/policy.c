@@ -348,6 +348,14 @@ int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
   if (refuse(shape, &in, plan))
     return 0;
   plan_split s = split_kv(&in);
+  /* Every plan's keys must be valid keys (uq_key_validate). */
+  if (s.tgpp > UQ__KEY_TGPP_MAX) {
+    ineligible(plan,
+               "a window of %lld tokens needs %lld tile groups per "
+               "partition, more than a decode kernel takes (%d)",
+               (long long)in.window, (long long)s.tgpp, UQ__KEY_TGPP_MAX);
+    return 0;
+  }
   rc = place_workspace(&in, s.parts, plan);
   if (rc != 0)
     return rc;

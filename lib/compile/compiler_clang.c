@@ -1,7 +1,8 @@
 /* Offline clang: builds AMD code objects with no ROCm installed at all
  * (-nogpulib -nogpuinc: the templates are self-contained). Spawned with
- * posix_spawn, never through a shell; every file lives in a private
- * temporary directory that is removed before returning. */
+ * posix_spawn, never through a shell; every file, clang's own scratch
+ * files included, lives in a private temporary directory that is removed
+ * before returning (uq__os_mkdtemp sweeps those of killed processes). */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,13 +16,17 @@
 /* -ffp-contract=fast is HIP's default, spelled out because it is part of
  * the numerics contract and the cache key: contraction is allowed globally
  * and the templates protect the codec steps with explicit intrinsics (the
- * same policy as --fmad=true on NVRTC). */
+ * same policy as --fmad=true on NVRTC). -cuid fixes the compilation-unit
+ * id that clang otherwise hashes from the source's path (a fresh temporary
+ * directory each time) into the __hip_cuid_* symbol, so that one key always
+ * compiles to the same bytes; each code object is loaded as a module of its
+ * own, so no two ever need distinct ids. */
 static void clang_options(const uq__compiler *cc, const char *target,
                           char *buf, size_t n) {
   (void)cc;
   snprintf(buf, n,
            "-x hip --offload-arch=%s -nogpulib -nogpuinc --cuda-device-only "
-           "--no-gpu-bundle-output -O3 -std=c++17 -ffp-contract=fast",
+           "--no-gpu-bundle-output -O3 -std=c++17 -ffp-contract=fast -cuid=uqjit",
            target);
 }
 
@@ -61,7 +66,10 @@ static int clang_compile(const uq__compiler *cc, const char *target,
   argv[argc++] = src_path;
   argv[argc] = NULL;
 
-  status = uq__os_run((char *const *)argv, NULL, NULL, NULL, &log, &exit_code);
+  /* clang's own scratch files go to the same directory, removed below even
+   * when clang fails; a killed process's directory is swept by the next. */
+  status = uq__os_run_in((char *const *)argv, dir, NULL, NULL, &log,
+                         &exit_code);
   if (status != 0)
     goto cleanup;
   if (exit_code != 0) {

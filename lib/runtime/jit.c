@@ -16,6 +16,7 @@
 #include "lib/base/buf.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
+#include "lib/cache/lock.h"
 #include "lib/codegen/emit.h"
 #include "lib/compile/compiler.h"
 #include "lib/compile/disasm.h"
@@ -130,15 +131,21 @@ int uq__jit_object(uq_context *ctx, uq__entry *e) {
   uq__cache_found *found = uq__malloc(sizeof *found);
   if (found == NULL)
     return uq__errorf(UQ_ENOMEM, "out of memory looking up %s", name);
+  uq__cache_flight *lock = NULL;
   if (ctx->cache != NULL &&
       uq__cache_find(ctx->cache, key->target, &digest, cc != NULL ? &prefer : NULL,
-                     &obj, &obj_len, found) == 0) {
-    e->from_disk = 1;
-    snprintf(e->compiler, sizeof e->compiler, "%s", found->info.compiler);
-    uq__table_note_disk_hit(ctx->table);
-    goto done;
-  }
+                     &obj, &obj_len, found) == 0)
+    goto hit;
   uq__error_clear(); /* a miss is not this call's failure */
+  /* Single flight: whoever holds the kernel's lock compiles it; the others
+   * wait, then find its entry. Without the lock we compile anyway. */
+  if (!no_jit && cc != NULL && ctx->cache != NULL &&
+      uq__cache_lock(ctx->cache, key->target, &digest, UQ__CACHE_LOCK_WAIT_MS,
+                     &lock) == 0 &&
+      uq__cache_find(ctx->cache, key->target, &digest, &prefer, &obj, &obj_len,
+                     found) == 0)
+    goto hit;
+  uq__error_clear();
   if (no_jit) {
     char hex[33];
     uq__digest_hex(&digest, hex);
@@ -160,11 +167,17 @@ int uq__jit_object(uq_context *ctx, uq__entry *e) {
   if (rc != 0)
     goto cleanup;
   snprintf(e->compiler, sizeof e->compiler, "%s", uq__compiler_identity(cc));
+  goto done;
+hit:
+  e->from_disk = 1;
+  snprintf(e->compiler, sizeof e->compiler, "%s", found->info.compiler);
+  uq__table_note_disk_hit(ctx->table);
 done:
   e->object = obj;
   e->object_len = obj_len;
   obj = NULL;
 cleanup:
+  uq__cache_unlock(lock);
   uq__free(found);
   uq__free(obj);
   return rc;
