@@ -278,7 +278,7 @@ static void pv_maps_reproduce_p_dot_v_through_the_transposed_reads(void **st) {
 /* ---- the fused rotation ---- */
 
 static float rnd_float(void) {
-  return (float)((int32_t)rnd() - (1 << 15)) / 977.0f;
+  return (float)((int32_t)(rnd() & 0xffffu) - (1 << 15)) / 977.0f;
 }
 
 /* One pass: 8 rows, lane L holds run rot_run(L) of row rot_row(L, pass);
