@@ -6,7 +6,10 @@
  * the detail of the calling thread's last failure (a compiler log, a
  * dlerror text, which argument was refused). Pointers a function returns
  * are owned by the caller and released with uq_free() unless the comment
- * says otherwise. */
+ * says otherwise. A call refused for a bad argument writes nothing to the
+ * caller's buffers, except that a result it hands back through a pointer
+ * argument (a plan, a context or buffer pointer, an instruction mix) is
+ * cleared (zeroed or NULL) once that pointer is known to be non-NULL. */
 #ifndef UQJIT_H
 #define UQJIT_H
 

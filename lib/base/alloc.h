@@ -16,5 +16,9 @@ size_t uq__mul_size(size_t count, size_t size, int *overflow);
 /* Test hook: after `countdown` more successful allocations, every
  * allocation fails (countdown < 0 disables). */
 void uq__alloc_fail_after(long countdown);
+/* Test hook: successful allocations, frees of non-NULL pointers and
+ * allocations failed by uq__alloc_fail_after so far in this process
+ * (realloc of a live block counts as neither). */
+void uq__alloc_counts(long *allocs, long *frees, long *failed);
 
 #endif

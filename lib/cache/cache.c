@@ -104,7 +104,9 @@ int uq__cache_open(const char *dir, const char *readonly_path, uq__cache **out) 
     uq__error_clear();
   } else {
     int made = uq__cache_make_dirs(c->wdir);
-    int fd = open(c->wdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = uq__cache_inject(UQ__CACHE_OP_OPEN)
+                 ? -1
+                 : open(c->wdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
       int e = errno == ENOENT && made != 0 ? made : errno;
       uq__warn_once(&warned_nodir,
@@ -364,7 +366,9 @@ ssize_t (*uq__cache_write_fn)(int, const void *, size_t) = write;
 static int write_full(int fd, const void *buf, size_t n) {
   const uint8_t *p = buf;
   while (n > 0) {
-    ssize_t w = uq__cache_write_fn(fd, p, n);
+    ssize_t w = uq__cache_inject(UQ__CACHE_OP_WRITE)
+                    ? -1
+                    : uq__cache_write_fn(fd, p, n);
     if (w < 0 && errno == EINTR)
       continue;
     if (w < 0)
@@ -481,7 +485,7 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
     rc = uq__errorf(UQ_EIO, "cache: path too long under %s", c->wdir);
     goto fail;
   }
-  fd = mkostemp(tmp, O_CLOEXEC);
+  fd = uq__cache_inject(UQ__CACHE_OP_CREATE) ? -1 : mkostemp(tmp, O_CLOEXEC);
   if (fd < 0) {
     rc = uq__errorf(uq__cache_status_of_errno(errno), "cache: cannot create a file in "
                     "%s/%s/%s/%s: %s", c->wdir, UQ__CACHE_VERSION_DIR, tdir, hh,
@@ -505,7 +509,9 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
   }
   fd = -1;
   const char *tmpbase = strrchr(tmp, '/') + 1;
-  int moved = renameat(dirfd, tmpbase, dirfd, fname);
+  int moved = uq__cache_inject(UQ__CACHE_OP_RENAME)
+                  ? -1
+                  : renameat(dirfd, tmpbase, dirfd, fname);
   if (moved != 0 && (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST)) {
     /* A directory at the entry's path: never an entry, so remove it. */
     (void)uq__cache_remove_tree(dirfd, fname, 4);

@@ -112,6 +112,22 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
  * inject ENOSPC, EIO and the like; write itself otherwise. */
 extern ssize_t (*uq__cache_write_fn)(int fd, const void *buf, size_t n);
 
+/* Fault injection for tests: when set, every system call the cache makes
+ * of class `op` asks it first, and fails with the errno it returns (0:
+ * go ahead). NULL (the default) costs one load per call. */
+typedef enum {
+  UQ__CACHE_OP_OPEN,   /* open/openat of roots, directories and entries */
+  UQ__CACHE_OP_MKDIR,  /* mkdir/mkdirat */
+  UQ__CACHE_OP_CREATE, /* creating a temporary entry file */
+  UQ__CACHE_OP_WRITE,  /* writing it (besides uq__cache_write_fn) */
+  UQ__CACHE_OP_RENAME, /* publishing it */
+  UQ__CACHE_OP_READ,   /* reading an entry */
+  UQ__CACHE_OPS
+} uq__cache_op;
+extern int (*uq__cache_fault_fn)(uq__cache_op op);
+/* 1 with errno set when a fault is injected for `op`; 0 otherwise. */
+int uq__cache_inject(uq__cache_op op);
+
 /* The largest payload a reader accepts (a crafted header cannot make it
  * allocate more). */
 #define UQ__CACHE_MAX_PAYLOAD ((uint64_t)256 << 20)

@@ -66,7 +66,10 @@ static DIR *open_sub(int parent, const char *name, const char *path,
     return NULL;
   int fd = -1;
   if (S_ISDIR(st.st_mode))
-    fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    fd = uq__cache_inject(UQ__CACHE_OP_OPEN)
+             ? -1
+             : openat(parent, name,
+                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0 && fstat(fd, &st) != 0) {
     close(fd);
     return NULL;
@@ -114,9 +117,15 @@ static int visit_file(const char *root, const char *tname, const char *hname,
     return 0; /* not ours */
   int fd = uq__cache_open_entry_file(hexfd, fname, &st);
   if (fd < 0) {
-    /* A directory, FIFO, link or device at an entry's path: bad. */
+    int e = errno;
     if (fstatat(hexfd, fname, &st, AT_SYMLINK_NOFOLLOW) != 0)
       return 0; /* raced with a remover */
+    /* A regular file that could not be opened (EIO, EMFILE, ...) is not
+     * known to be bad: report it rather than let prune remove it. */
+    if (S_ISREG(st.st_mode) && e != ELOOP && e != EINVAL)
+      return uq__errorf(e == ENOMEM ? UQ_ENOMEM : UQ_EIO,
+                        "cache: opening %s: %s", path, strerror(e));
+    /* A directory, FIFO, link or device at an entry's path: bad. */
     return fn(user, &it);
   }
   int rc = uq__cache_file_is_safe(&st)
@@ -178,7 +187,9 @@ static int walk(const char *dir, walk_fn fn, void *user) {
   int rootfd = -1, rc = uq__cache_resolve_dir(dir, &root);
   if (rc != 0)
     return rc;
-  rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  rootfd = uq__cache_inject(UQ__CACHE_OP_OPEN)
+               ? -1
+               : open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (rootfd < 0) {
     rc = uq__errorf(errno == ENOENT ? UQ_ENOENT : UQ_EIO,
                     "cache directory %s: %s", root, strerror(errno));

@@ -137,7 +137,7 @@ uint64_t uq__cache_provenance(const char *compiler, const char *options) {
 static int read_full(int fd, void *buf, size_t n, off_t off) {
   uint8_t *p = buf;
   while (n > 0) {
-    ssize_t r = pread(fd, p, n, off);
+    ssize_t r = uq__cache_inject(UQ__CACHE_OP_READ) ? -1 : pread(fd, p, n, off);
     if (r < 0 && errno == EINTR)
       continue;
     if (r < 0)

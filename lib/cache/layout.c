@@ -110,10 +110,23 @@ int uq__cache_file_is_safe(const struct stat *st) {
   return uq__cache_distrust(st, 0) == NULL;
 }
 
+int (*uq__cache_fault_fn)(uq__cache_op op);
+
+int uq__cache_inject(uq__cache_op op) {
+  int (*fn)(uq__cache_op) = uq__cache_fault_fn;
+  int e = fn != NULL ? fn(op) : 0;
+  if (e != 0)
+    errno = e;
+  return e != 0;
+}
+
 int uq__cache_open_entry_file(int dirfd, const char *name, struct stat *st) {
   /* O_NONBLOCK: a FIFO planted at an entry's path must not block the
    * open; O_NOFOLLOW: a symbolic link is refused. */
-  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  int fd = uq__cache_inject(UQ__CACHE_OP_OPEN)
+               ? -1
+               : openat(dirfd, name,
+                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return -1;
   if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
@@ -172,7 +185,9 @@ int uq__cache_open_entry_dir(const char *root, const char *tdir,
                              const char *hh, int create, const char **unsafe) {
   const char *levels[3] = {UQ__CACHE_VERSION_DIR, tdir, hh};
   *unsafe = NULL;
-  int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = uq__cache_inject(UQ__CACHE_OP_OPEN)
+               ? -1
+               : open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return errno == ENOENT || errno == ENOTDIR
                ? UQ_ENOENT
@@ -183,14 +198,19 @@ int uq__cache_open_entry_dir(const char *root, const char *tdir,
     return UQ_EPERM;
   }
   for (int i = 0; i < 3; i++) {
-    if (create && mkdirat(fd, levels[i], 0700) != 0 && errno != EEXIST) {
+    if (create &&
+        (uq__cache_inject(UQ__CACHE_OP_MKDIR) ||
+         mkdirat(fd, levels[i], 0700) != 0) &&
+        errno != EEXIST) {
       int e = errno;
       close(fd);
       errno = e;
       return e == ENOENT ? UQ_EIO : uq__cache_status_of_errno(e);
     }
-    int next = openat(fd, levels[i],
-                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int next = uq__cache_inject(UQ__CACHE_OP_OPEN)
+                   ? -1
+                   : openat(fd, levels[i],
+                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (next < 0 && create && (errno == ELOOP || errno == ENOTDIR))
       next = replace_level(fd, levels[i]);
     int e = errno;
@@ -230,7 +250,8 @@ int uq__cache_make_dirs(const char *path) {
     if (buf[i] == '/' || buf[i] == '\0') {
       char saved = buf[i];
       buf[i] = '\0';
-      if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+      if ((uq__cache_inject(UQ__CACHE_OP_MKDIR) || mkdir(buf, 0700) != 0) &&
+          errno != EEXIST)
         last = errno;
       else
         last = 0;

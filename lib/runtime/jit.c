@@ -132,19 +132,29 @@ int uq__jit_object(uq_context *ctx, uq__entry *e) {
   if (found == NULL)
     return uq__errorf(UQ_ENOMEM, "out of memory looking up %s", name);
   uq__cache_flight *lock = NULL;
-  if (ctx->cache != NULL &&
-      uq__cache_find(ctx->cache, key->target, &digest, cc != NULL ? &prefer : NULL,
-                     &obj, &obj_len, found) == 0)
-    goto hit;
+  if (ctx->cache != NULL) {
+    rc = uq__cache_find(ctx->cache, key->target, &digest,
+                        cc != NULL ? &prefer : NULL, &obj, &obj_len, found);
+    if (rc == 0)
+      goto hit;
+    if (rc == UQ_ENOMEM) /* not a miss: compiling would hide it */
+      goto cleanup;
+  }
+  rc = 0;
   uq__error_clear(); /* a miss is not this call's failure */
   /* Single flight: whoever holds the kernel's lock compiles it; the others
    * wait, then find its entry. Without the lock we compile anyway. */
   if (!no_jit && cc != NULL && ctx->cache != NULL &&
       uq__cache_lock(ctx->cache, key->target, &digest, UQ__CACHE_LOCK_WAIT_MS,
-                     &lock) == 0 &&
-      uq__cache_find(ctx->cache, key->target, &digest, &prefer, &obj, &obj_len,
-                     found) == 0)
-    goto hit;
+                     &lock) == 0) {
+    rc = uq__cache_find(ctx->cache, key->target, &digest, &prefer, &obj,
+                        &obj_len, found);
+    if (rc == 0)
+      goto hit;
+    if (rc == UQ_ENOMEM)
+      goto cleanup;
+    rc = 0;
+  }
   uq__error_clear();
   if (no_jit) {
     char hex[33];
