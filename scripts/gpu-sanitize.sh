@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# compute-sanitizer memcheck and racecheck of the gpu suite on one decode
-# layer, by default the one the device gets (UQ_TEST_VARIANT=default|
-# matrix|portable): every gpu.decode test (the fused and prologue query
+# compute-sanitizer memcheck, racecheck and initcheck of the gpu suite on
+# one decode layer, by default the one the device gets (UQ_TEST_VARIANT=
+# default|matrix|portable|gfx950-emu): every gpu.decode test (the fused and prologue query
 # paths; stale slots, garbage block-table tails, block sizes 16 and 256;
 # padded slots; rising scores, which move the softmax references; the GQA
 # x block-size matrix), gpu.store and gpu.graph, as the suite runs them
@@ -16,7 +16,7 @@
 # tests otherwise). Logs under $OUT; each run is cut at UQ_SAN_S seconds
 # (default 200: a run cut short fails); UQ_SAN_RUNS picks the runs, each
 # "decode:<test glob>", "store" or "graph" (default: all of them);
-# UQ_SAN_TOOLS the tools (default "memcheck racecheck"). Prints one
+# UQ_SAN_TOOLS the tools (default "memcheck racecheck initcheck"). Prints one
 # summary line per run and exits non-zero if any run failed.
 set -u
 # shellcheck source=scripts/gpu-env.sh
@@ -38,7 +38,7 @@ default_runs="decode:decode_fused* decode:decode_ignores* decode:decode_reads*
 decode:decode_follows* decode:decode_matches* store graph"
 status=0
 set -f # the runs hold test-name globs, not file names
-for tool in ${UQ_SAN_TOOLS:-memcheck racecheck}; do
+for tool in ${UQ_SAN_TOOLS:-memcheck racecheck initcheck}; do
   # shellcheck disable=SC2086
   for run in ${UQ_SAN_RUNS:-$default_runs}; do
     prog=${run%%:*}
