@@ -19,21 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef unsigned short uq_u16;
-typedef uint32_t uq_u32;
-
-#define UQ_DEV static inline __attribute__((unused))
-
-static uq_u32 uq_f32_bits(float x) {
-  uq_u32 u;
-  memcpy(&u, &x, sizeof u);
-  return u;
-}
-static float uq_bits_f32(uq_u32 u) {
-  float x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
+#include "tests/template_host.h"
 
 #include "templates/gfx950/cdna4_layouts.hip"
 

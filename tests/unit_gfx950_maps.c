@@ -25,7 +25,7 @@
 
 #include "lib/format/format.h"
 
-#define UQ_DEV static inline __attribute__((unused))
+#include "tests/template_host.h"
 
 #include "templates/gfx950/gfx950_maps.hip"
 

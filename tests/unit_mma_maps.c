@@ -23,23 +23,8 @@
 #include "lib/base/buf.h"
 #include "uqjit.h"
 
-typedef unsigned char uq_u8;
-typedef unsigned short uq_u16;
-typedef uint32_t uq_u32;
-
-#define UQ_DEV static inline __attribute__((unused))
+#include "tests/template_host.h"
 #define UQ_MMA_HOST_MODEL 1
-
-static uq_u32 uq_f32_bits(float x) {
-  uq_u32 u;
-  memcpy(&u, &x, sizeof u);
-  return u;
-}
-static float uq_bits_f32(uq_u32 u) {
-  float x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
 
 /* PTX prmt.b32, default mode: selector nibble n (of the low 16 bits) picks
  * byte (nibble & 7) of the 8-byte value {y, x}; when the nibble's bit 3 is

@@ -19,11 +19,7 @@
 #include <math.h>
 #include <string.h>
 
-typedef unsigned char uq_u8;
-typedef unsigned short uq_u16;
-typedef uint32_t uq_u32;
-
-#define UQ_DEV static inline __attribute__((unused))
+#include "tests/template_host.h"
 #define UQ_MMA_HOST_MODEL 1
 
 /* PTX prmt.b32, default mode: selector nibble n (low 16 bits) picks byte
@@ -609,7 +605,6 @@ static void lbo_sbo_are_representable_in_the_descriptor(void **st) {
   assert_true(UQ_WG_LBO > 0 && UQ_WG_LBO >> 4 < (1 << 14));
   assert_true(UQ_WG_SBO > 0 && UQ_WG_SBO >> 4 < (1 << 14));
 }
-
 
 /* ---- 6. the token order of the chunk ---- */
 
