@@ -4,8 +4,8 @@
  * 2nd, 3rd, ... allocation failing until a run reaches no injected
  * failure. Every failing run must return UQ_ENOMEM (or succeed having
  * degraded, e.g. without storing), never crash, and free everything it
- * allocated. Skipped without NVRTC. The CPU-side calls are in
- * unit.alloc_faults. */
+ * allocated. Skipped without NVRTC. Also uq_info_libraries, which loads
+ * the GPU libraries. The CPU-side calls are in unit.alloc_faults. */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "lib/base/alloc.h"
+#include "tests/alloc_inject.h"
 #include "tests/cache_util.h"
 #include "uqjit.h"
 
@@ -49,6 +49,12 @@ static int compile_once(const uq_key *key, long run) {
   return rc;
 }
 
+static long run_counter;
+
+static int compile_next(void *arg) {
+  return compile_once(arg, run_counter++);
+}
+
 static void compile_path_allocation_failures_give_enomem_and_leak_nothing(
     void **state) {
   (void)state;
@@ -58,27 +64,23 @@ static void compile_path_allocation_failures_give_enomem_and_leak_nothing(
     fprintf(stderr, "no NVRTC: %s\n", uq_last_error());
     skip();
   }
-  long n;
-  for (n = 0;; n++) {
-    long a0, f0, x0, a1, f1, x1;
-    uq__alloc_counts(&a0, &f0, &x0);
-    uq__alloc_fail_after(n);
-    int rc = compile_once(&key, n);
-    uq__alloc_fail_after(-1);
-    uq__alloc_counts(&a1, &f1, &x1);
-    if (a1 - a0 != f1 - f0)
-      fail_msg("allocation %ld failing: %ld allocations, %ld frees", n + 1,
-               a1 - a0, f1 - f0);
-    if (x1 == x0) {
-      assert_int_equal(rc, 0);
-      break;
-    }
-    if (rc != 0 && rc != UQ_ENOMEM)
-      fail_msg("allocation %ld failing gave %d (%s)", n + 1, rc,
-               uq_last_error());
-  }
-  print_message("compile path: %ld allocation faults injected\n", n);
-  assert_true(n > 0);
+  assert_true(ai_inject_each("compile path", compile_next, &key, 0) > 0);
+}
+
+static int probe_libraries(void *arg) {
+  (void)arg;
+  char *json = NULL;
+  int rc = uq_info_libraries(&json);
+  uq_free(json);
+  return rc;
+}
+
+/* uq_info_libraries loads the GPU libraries it finds (dlopen), so it is
+ * here rather than in unit.alloc_faults, which runs under valgrind. */
+static void library_probe_allocation_failures_give_enomem_and_leak_nothing(
+    void **state) {
+  (void)state;
+  assert_true(ai_inject_each("info_libraries", probe_libraries, NULL, 0) > 0);
 }
 
 static int setup(void **state) {
@@ -100,6 +102,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           compile_path_allocation_failures_give_enomem_and_leak_nothing, setup,
           teardown),
+      cmocka_unit_test(
+          library_probe_allocation_failures_give_enomem_and_leak_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
