@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   gcc pkg-config meson ninja-build    # build
+  g++                                 # runs NVRTC-route kernels on the CPU (tests/simt)
   libxxhash-dev libcmocka-dev         # digests, tests
   libcjson-dev                        # uqjit warm --hf-config
   clang-22 lld-22 llvm-22             # offline AMD code objects, objdump

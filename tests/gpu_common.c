@@ -114,7 +114,7 @@ static int problem_upload(uq_context *ctx, decode_problem *p) {
   return 0;
 }
 
-int problem_make(uq_context *ctx, const decode_case *c, decode_problem *p) {
+int problem_build(const decode_case *c, decode_problem *p) {
   memset(p, 0, sizeof *p);
   uq_shape shape;
   case_shape(c, &shape);
@@ -130,6 +130,11 @@ int problem_make(uq_context *ctx, const decode_case *c, decode_problem *p) {
   p->out_elems = (size_t)shape.batch * shape.num_q_heads * D;
   p->table_bytes =
       (size_t)shape.batch * shape.max_blocks_per_seq * sizeof(int32_t);
+  return 0;
+}
+
+int problem_make(uq_context *ctx, const decode_case *c, decode_problem *p) {
+  CHECK_RC(problem_build(c, p));
   return problem_upload(ctx, p);
 }
 

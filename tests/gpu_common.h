@@ -51,6 +51,9 @@ typedef struct decode_problem {
   uq_decode_args d_args; /* device pointers */
 } decode_problem;
 
+/* Builds the host side of the problem (p->host, the sizes; no device
+ * buffers): what problem_make uploads. 0 or a status. */
+int problem_build(const decode_case *c, decode_problem *p);
 /* Builds the problem with the testkit (random bf16/fp16 K/V/Q ~ randn
  * encoded with uq_reference_store, shuffled block table, three blocks no
  * sequence uses, one spare table column) and uploads it. Returns 0 or a

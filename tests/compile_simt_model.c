@@ -1,0 +1,162 @@
+/* The host fiber model of tests/simt/simt_host.h, on small kernels whose
+ * results are known: a block barrier makes every thread's shared-memory
+ * write visible (and without it a thread reads stale data, so a missing
+ * barrier in a kernel shows); the warp shuffle exchanges within warps of
+ * 32; threads that return count as arrived; barriers that cannot complete
+ * are reported, not hung on. Exits 77 without a host C++ compiler. */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tests/simt/host_kernels.h"
+
+typedef struct params {
+  int *out;
+  int threads;
+  int mode; /* per kernel */
+} params;
+
+#define PRELUDE                                                              \
+  "#include \"tests/simt/prelude_host.hip\"\n"                               \
+  "struct P { int *out; int threads; int mode; };\n"
+#define LAUNCH                                                               \
+  "extern \"C\" __attribute__((visibility(\"default\")))\n"                  \
+  "int uq_host_launch(const unsigned g[3], const void *p, char *e,\n"        \
+  "                   size_t n) {\n"                                         \
+  "  return uq_simt_run(g, ((const P *)p)->threads, body, p, e, n);\n"      \
+  "}\n"
+
+/* Each thread writes its slot, then (mode 1: after a barrier) reads its
+ * neighbour's. */
+static const char rotate_src[] =
+    PRELUDE
+    "static void body(const void *pv) {\n"
+    "  const P &p = *(const P *)pv;\n"
+    "  UQ_SHARED int s[1024];\n"
+    "  const int t = uq_tid(), n = (int)blockDim.x;\n"
+    "  s[t] = 1000 * uq_bid_x() + t;\n"
+    "  if (p.mode == 1)\n"
+    "    uq_barrier();\n"
+    "  p.out[uq_bid_x() * n + t] = s[(t + 1) % n];\n"
+    "}\n" LAUNCH;
+
+static const char shuffle_src[] =
+    PRELUDE
+    "static void body(const void *pv) {\n"
+    "  const P &p = *(const P *)pv;\n"
+    "  const int t = uq_tid();\n"
+    "  int acc = 0;\n"
+    "  for (int m = 1; m < 32; m <<= 1)\n"
+    "    acc = acc * 64 + (int)uq_lane_xor_u32((uq_u32)t, m) % 64;\n"
+    "  p.out[t] = acc;\n"
+    "}\n" LAUNCH;
+
+/* mode 0: threads >= 40 return early, the rest meet at a barrier;
+ * mode 1: half a warp waits at a block barrier, the other half at a warp
+ * shuffle: neither can complete. */
+static const char arrive_src[] =
+    PRELUDE
+    "static void body(const void *pv) {\n"
+    "  const P &p = *(const P *)pv;\n"
+    "  UQ_SHARED int s[64];\n"
+    "  const int t = uq_tid();\n"
+    "  if (p.mode == 0) {\n"
+    "    if (t >= 40)\n"
+    "      return;\n"
+    "    s[t] = t;\n"
+    "    uq_barrier();\n"
+    "    p.out[t] = s[39 - t];\n"
+    "  } else if (t < 16) {\n"
+    "    uq_barrier();\n"
+    "  } else {\n"
+    "    p.out[t] = (int)uq_lane_xor_u32((uq_u32)t, 1);\n"
+    "  }\n"
+    "}\n" LAUNCH;
+
+static int out[4 * 1024];
+
+static void run(const char *name, const char *src, uint32_t blocks,
+                int threads, int mode, int want_rc, char *err, size_t n) {
+  memset(out, 0xAB, sizeof out);
+  params p = {out, threads, mode};
+  const uint32_t grid[3] = {blocks, 1, 1};
+  int rc = hk_run_source(name, src, grid, &p, err, n);
+  if (rc != want_rc)
+    fail_msg("%s mode %d: status %d (%s), wanted %d", name, mode, rc, err,
+             want_rc);
+}
+
+static void barrier_publishes_shared_writes(void **s) {
+  (void)s;
+  char err[256] = "";
+  run("rotate", rotate_src, 3, 96, 1, 0, err, sizeof err);
+  for (int b = 0; b < 3; b++)
+    for (int t = 0; t < 96; t++)
+      assert_int_equal(out[b * 96 + t], 1000 * b + (t + 1) % 96);
+}
+
+static void without_barrier_threads_read_stale_shared_data(void **s) {
+  (void)s;
+  char err[256] = "";
+  /* Threads run one at a time to their next barrier: with none, thread t
+   * reads slot t + 1 before thread t + 1 wrote it (block 1 sees block 0's
+   * values), so a kernel missing a barrier computes wrong results here. */
+  run("rotate", rotate_src, 2, 64, 0, 0, err, sizeof err);
+  int stale = 0;
+  for (int t = 0; t < 63; t++)
+    stale += out[64 + t] != 1000 + t + 1;
+  assert_int_equal(stale, 63);
+}
+
+static void warp_shuffle_exchanges_within_32_lanes(void **s) {
+  (void)s;
+  char err[256] = "";
+  run("shuffle", shuffle_src, 1, 128, 0, 0, err, sizeof err);
+  for (int t = 0; t < 128; t++) {
+    int want = 0;
+    for (int m = 1; m < 32; m <<= 1)
+      want = want * 64 + ((t & ~31) | ((t & 31) ^ m)) % 64;
+    assert_int_equal(out[t], want);
+  }
+}
+
+static void returned_threads_count_as_arrived(void **s) {
+  (void)s;
+  char err[256] = "";
+  run("arrive", arrive_src, 1, 64, 0, 0, err, sizeof err);
+  for (int t = 0; t < 40; t++)
+    assert_int_equal(out[t], 39 - t);
+}
+
+static void barriers_that_cannot_complete_are_reported(void **s) {
+  (void)s;
+  char err[256] = "";
+  run("arrive", arrive_src, 1, 32, 1, UQ_EDEVICE, err, sizeof err);
+  printf("reported: %s\n", err);
+  assert_non_null(strstr(err, "deadlocked: 16 threads at __syncthreads, 16 at "
+                              "a warp shuffle"));
+}
+
+int main(void) {
+  char cxx[PATH_MAX];
+  if (hk_find_compiler(cxx, sizeof cxx) != 0) {
+    printf("SKIP: no host C++ compiler (c++, g++, clang++; or UQ_TEST_CXX)\n");
+    return 77;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(barrier_publishes_shared_writes),
+      cmocka_unit_test(without_barrier_threads_read_stale_shared_data),
+      cmocka_unit_test(warp_shuffle_exchanges_within_32_lanes),
+      cmocka_unit_test(returned_threads_count_as_arrived),
+      cmocka_unit_test(barriers_that_cannot_complete_are_reported),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  hk_shutdown();
+  return rc;
+}
