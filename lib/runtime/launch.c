@@ -18,11 +18,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "templates/common/uq_abi.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
 #include "lib/format/format.h"
 #include "lib/runtime/context.h"
+#include "lib/runtime/launch.h"
 
 /* The last plan of this thread: repeated decodes of one shape on one
  * context (the serving loop) skip planning and the table lookups. Keyed by
@@ -136,63 +136,66 @@ static int check_decode_args(const uq_shape *shape, const uq_plan *plan,
   return 0;
 }
 
-/* Launches the plan's kernels in order: the prologue unless the rotation
- * is fused, the decode, then the reduce. */
+void uq__decode_launch_params(const uq_plan *plan, const uq_shape *shape,
+                              const uq_decode_args *args, void *workspace,
+                              uq__decode_launch *out) {
+  unsigned char *ws = workspace;
+  memset(out, 0, sizeof *out);
+  uq_prologue_params *pp = &out->prologue;
+  pp->query = args->query;
+  pp->q_rot = (float *)(ws + plan->ws_q_rot);
+  pp->stride_seq = plan->kernels[0].stride_q_seq;
+  pp->stride_head = plan->kernels[0].stride_q_head;
+  pp->batch = shape->batch;
+  pp->num_q_heads = shape->num_q_heads;
+
+  uq_decode_params *dp = &out->decode;
+  dp->query = plan->fuse_qrot ? args->query : (const void *)(ws + plan->ws_q_rot);
+  dp->kv_cache = args->kv_cache;
+  dp->block_table = args->block_table;
+  dp->seq_lens = args->seq_lens;
+  dp->segm_out = ws + plan->ws_segm_out;
+  dp->segm_max = (float *)(ws + plan->ws_segm_max);
+  dp->segm_sum = (float *)(ws + plan->ws_segm_sum);
+  dp->batch = shape->batch;
+
+  uq_reduce_params *rp = &out->reduce;
+  rp->segm_out = dp->segm_out;
+  rp->segm_max = dp->segm_max;
+  rp->segm_sum = dp->segm_sum;
+  rp->out = args->out;
+  rp->batch = shape->batch;
+}
+
+/* Launches one decode: the query prologue when the rotation is not fused,
+ * the decode, then the reduce. */
 static int launch_plan(const uq_context *ctx, const uq__platform *pf,
                        const plan_cache *pc, const uq_shape *shape,
                        const uq_decode_args *args, void *workspace,
                        void *stream) {
   int rc;
   const uq_plan *plan = &pc->plan;
-  unsigned char *ws = workspace;
-  int batch = shape->batch;
-
+  uq__decode_launch lp;
+  uq__decode_launch_params(plan, shape, args, workspace, &lp);
   if (!plan->fuse_qrot) {
-    uq_prologue_params pp;
-    memset(&pp, 0, sizeof pp);
-    pp.query = args->query;
-    pp.q_rot = (float *)(ws + plan->ws_q_rot);
-    pp.stride_seq = plan->kernels[0].stride_q_seq;
-    pp.stride_head = plan->kernels[0].stride_q_head;
-    pp.batch = batch;
-    pp.num_q_heads = shape->num_q_heads;
     rc = pf->launch(pc->prologue->function, plan->prologue_grid,
-                    pc->prologue->block_threads, &pp, stream);
+                    pc->prologue->block_threads, &lp.prologue, stream);
     if (rc != 0)
       return rc;
   }
-
-  uq_decode_params dp;
-  memset(&dp, 0, sizeof dp);
-  dp.query = plan->fuse_qrot ? args->query : (const void *)(ws + plan->ws_q_rot);
-  dp.kv_cache = args->kv_cache;
-  dp.block_table = args->block_table;
-  dp.seq_lens = args->seq_lens;
-  dp.segm_out = ws + plan->ws_segm_out;
-  dp.segm_max = (float *)(ws + plan->ws_segm_max);
-  dp.segm_sum = (float *)(ws + plan->ws_segm_sum);
-  dp.batch = batch;
   /* The generated kernel's own contract (equal to plan->block_threads). */
   rc = pf->launch(pc->decode->function, plan->decode_grid,
-                  pc->decode->block_threads, &dp, stream);
+                  pc->decode->block_threads, &lp.decode, stream);
   if (rc != 0)
     return rc;
-
-  uq_reduce_params rp;
-  memset(&rp, 0, sizeof rp);
-  rp.segm_out = dp.segm_out;
-  rp.segm_max = dp.segm_max;
-  rp.segm_sum = dp.segm_sum;
-  rp.out = args->out;
-  rp.batch = batch;
   /* Where the target has programmatic dependent launch, the reduce's
    * launch and start-up overlap the decode's tail; it waits for the
    * decode in device code (reduce.hip: uq_grid_wait). */
   if (pf->launch_dependent != NULL && uq__target_dependent_launch(&ctx->tinfo))
     return pf->launch_dependent(pc->reduce->function, plan->reduce_grid,
-                                pc->reduce->block_threads, &rp, stream);
+                                pc->reduce->block_threads, &lp.reduce, stream);
   return pf->launch(pc->reduce->function, plan->reduce_grid,
-                    pc->reduce->block_threads, &rp, stream);
+                    pc->reduce->block_threads, &lp.reduce, stream);
 }
 
 

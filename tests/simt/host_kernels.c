@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "lib/base/os.h"
-#include "templates/common/uq_abi.h"
+#include "lib/runtime/launch.h"
 
 /* What a built kernel exports: the trailer below. */
 typedef int (*hk_launch_fn)(const unsigned grid[3], const void *params,
@@ -216,41 +216,15 @@ int hk_decode(const uq_shape *shape, const char *target,
     if ((ks[i] = build(&plan.kernels[i])) == NULL)
       return UQ_ECOMPILE;
   last_variant = (int)plan.kernels[0].variant;
-  unsigned char *ws = workspace;
-
-  /* The launch sequence of lib/runtime/launch.c (launch_plan). */
-  if (!plan.fuse_qrot) {
-    uq_prologue_params pp;
-    memset(&pp, 0, sizeof pp);
-    pp.query = args->query;
-    pp.q_rot = (float *)(ws + plan.ws_q_rot);
-    pp.stride_seq = plan.kernels[0].stride_q_seq;
-    pp.stride_head = plan.kernels[0].stride_q_head;
-    pp.batch = shape->batch;
-    pp.num_q_heads = shape->num_q_heads;
-    if ((rc = launch(ks[2], plan.prologue_grid, &pp)) != 0)
-      return rc;
-  }
-  uq_decode_params dp;
-  memset(&dp, 0, sizeof dp);
-  dp.query = plan.fuse_qrot ? args->query : (const void *)(ws + plan.ws_q_rot);
-  dp.kv_cache = args->kv_cache;
-  dp.block_table = args->block_table;
-  dp.seq_lens = args->seq_lens;
-  dp.segm_out = ws + plan.ws_segm_out;
-  dp.segm_max = (float *)(ws + plan.ws_segm_max);
-  dp.segm_sum = (float *)(ws + plan.ws_segm_sum);
-  dp.batch = shape->batch;
-  if ((rc = launch(ks[0], plan.decode_grid, &dp)) != 0)
+  /* uq_decode's parameter blocks, launched in its order. */
+  uq__decode_launch lp;
+  uq__decode_launch_params(&plan, shape, args, workspace, &lp);
+  if (!plan.fuse_qrot &&
+      (rc = launch(ks[2], plan.prologue_grid, &lp.prologue)) != 0)
     return rc;
-  uq_reduce_params rp;
-  memset(&rp, 0, sizeof rp);
-  rp.segm_out = dp.segm_out;
-  rp.segm_max = dp.segm_max;
-  rp.segm_sum = dp.segm_sum;
-  rp.out = args->out;
-  rp.batch = shape->batch;
-  return launch(ks[1], plan.reduce_grid, &rp);
+  if ((rc = launch(ks[0], plan.decode_grid, &lp.decode)) != 0)
+    return rc;
+  return launch(ks[1], plan.reduce_grid, &lp.reduce);
 }
 
 int hk_last_variant(void) { return last_variant; }
