@@ -33,7 +33,7 @@ typedef struct params {
   "}\n"
 
 /* Each thread writes its slot, then (mode 1: after a barrier) reads its
- * neighbour's. */
+ * upper neighbour's (mode 2: its lower neighbour's, no barrier). */
 static const char rotate_src[] =
     PRELUDE
     "static void body(const void *pv) {\n"
@@ -43,7 +43,7 @@ static const char rotate_src[] =
     "  s[t] = 1000 * uq_bid_x() + t;\n"
     "  if (p.mode == 1)\n"
     "    uq_barrier();\n"
-    "  p.out[uq_bid_x() * n + t] = s[(t + 1) % n];\n"
+    "  p.out[uq_bid_x() * n + t] = s[(t + (p.mode == 2 ? n - 1 : 1)) % n];\n"
     "}\n" LAUNCH;
 
 static const char shuffle_src[] =
@@ -104,13 +104,22 @@ static void barrier_publishes_shared_writes(void **s) {
 static void without_barrier_threads_read_stale_shared_data(void **s) {
   (void)s;
   char err[256] = "";
-  /* Threads run one at a time to their next barrier: with none, thread t
-   * reads slot t + 1 before thread t + 1 wrote it (block 1 sees block 0's
-   * values), so a kernel missing a barrier computes wrong results here. */
+  /* Threads run one at a time to their next barrier, in thread order in
+   * block 0 and in reverse in block 1: with no barrier, reading the upper
+   * neighbour's slot sees block 0's stale value... */
   run("rotate", rotate_src, 2, 64, 0, 0, err, sizeof err);
   int stale = 0;
   for (int t = 0; t < 63; t++)
-    stale += out[64 + t] != 1000 + t + 1;
+    stale += out[t] != t + 1;
+  assert_int_equal(stale, 63);
+  for (int t = 0; t < 63; t++) /* (block 1 ran each writer first) */
+    assert_int_equal(out[64 + t], 1000 + t + 1);
+  /* ... and reading the lower neighbour's, block 1's (it holds block 0's
+   * values: 1000 apart). */
+  run("rotate", rotate_src, 2, 64, 2, 0, err, sizeof err);
+  stale = 0;
+  for (int t = 1; t < 64; t++)
+    stale += out[64 + t] != 1000 + t - 1;
   assert_int_equal(stale, 63);
 }
 

@@ -4,9 +4,13 @@
  * blocks run one after another; __syncthreads() parks the fiber until
  * every live thread of the block has arrived, __shfl_xor_sync until every
  * live thread of its warp of 32 has. Threads that return count as
- * arrived. A barrier that can never complete (threads of one block or
- * warp waiting at different barriers) stops the run with an error instead
- * of hanging. Memory is the host's: __shared__ arrays are statics (one
+ * arrived. Between barriers threads run one at a time, in thread order in
+ * even blocks and in reverse order in odd ones (blocks numbered x fastest),
+ * so a read of shared data that another thread writes without a barrier
+ * in between sees stale data in one of the two, whichever thread writes.
+ * A barrier that can never complete (threads of one block or warp waiting
+ * at different barriers) stops the run with an error instead of hanging.
+ * Memory is the host's: __shared__ arrays are statics (one
  * block at a time), so a kernel's shared memory must be declared static.
  *
  * Included by tests/simt/prelude_host.hip only; C++ (the templates are). */
@@ -217,9 +221,11 @@ static int uq_simt_run(const unsigned grid[3], int threads, void (*body)(const v
         blockIdx = uq_simt_dim3{x, y, z};
         for (int i = 0; i < threads; i++)
           uq_simt_start(i);
+        const int reverse = (int)((x + grid[0] * (y + grid[1] * z)) & 1u);
         for (;;) {
           int ran = 0;
-          for (int i = 0; i < threads; i++) {
+          for (int k = 0; k < threads; k++) {
+            const int i = reverse ? threads - 1 - k : k;
             if (uq_simt.t[i].state != UQ_SIMT_RUN)
               continue;
             uq_simt_resume(i);
