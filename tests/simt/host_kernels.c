@@ -131,10 +131,25 @@ static hk_kernel *build_text(const char *name, const char *text) {
   }
   /* -ffp-contract=off: the kernels' explicitly rounded operations and the
    * NVRTC route's semantics (no contraction across them); -O1 keeps the
-   * build quick. */
-  char *const argv[] = {cxx, "-std=c++17", "-O1", "-fPIC", "-shared",
-                        "-ffp-contract=off", "-fno-strict-aliasing",
-                        "-Wno-unknown-pragmas", inc, "-o", so, cpp, NULL};
+   * build quick. In the sanitizer build (UQ_TEST_SANITIZE, set by
+   * tests/meson.build from b_sanitize) the kernels are instrumented too, so
+   * their reads and writes of the buffers and of shared memory are
+   * checked (the test program carries the sanitizer runtimes; the same
+   * compiler family must build both). */
+  char fsan[64] = "";
+  const char *san = getenv("UQ_TEST_SANITIZE");
+  if (san != NULL && *san != '\0' && strcmp(san, "none") != 0 &&
+      snprintf(fsan, sizeof fsan, "-fsanitize=%s", san) >= (int)sizeof fsan) {
+    fprintf(stderr, "UQ_TEST_SANITIZE=%s: too long\n", san);
+    return NULL;
+  }
+  char *argv[16] = {cxx, "-std=c++17", "-O1", "-fPIC", "-shared",
+                    "-ffp-contract=off", "-fno-strict-aliasing",
+                    "-Wno-unknown-pragmas", inc, "-o", so, cpp};
+  if (fsan[0] != '\0') {
+    argv[12] = fsan;
+    argv[13] = "-fno-omit-frame-pointer";
+  }
   char *log = NULL;
   int code = -1;
   if (uq__os_run(argv, NULL, NULL, NULL, &log, &code) != 0 || code != 0) {

@@ -22,6 +22,16 @@
 #include <string.h>
 #include <ucontext.h>
 
+/* Compiled with AddressSanitizer (tests/simt/host_kernels.c does that in
+ * the sanitizer build): every switch of stacks is announced to it, so it
+ * checks the kernels' accesses on the fibers' stacks too. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UQ_SIMT_ASAN 1
+#include <sanitizer/common_interface_defs.h>
+#else
+#define UQ_SIMT_ASAN 0
+#endif
+
 struct uq_simt_dim3 {
   unsigned x, y, z;
 };
@@ -61,6 +71,7 @@ struct uq_simt_thread {
   ucontext_t ctx;
 #endif
   int state;
+  void *asan_fake; /* AddressSanitizer's fake stack while parked */
 };
 
 /* The one machine of this process (kernels run on one host thread). */
@@ -73,6 +84,9 @@ static struct {
   uq_simt_thread t[UQ_SIMT_MAX_THREADS];
   unsigned xchg[UQ_SIMT_MAX_THREADS]; /* a value per thread, for shuffles */
   char *stacks;
+  const void *sched_bottom; /* the scheduler's stack, for AddressSanitizer */
+  size_t sched_size;
+  void *sched_fake;
   int nthreads;
   int cur;
   void (*body)(const void *);
@@ -83,13 +97,22 @@ static struct {
  * gridDim: set by the scheduler each time it resumes a thread. */
 static uq_simt_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
+/* Parks the running thread and returns to the scheduler; a thread that
+ * is done is never resumed. */
 static void uq_simt_park(int state) {
   uq_simt_thread *t = &uq_simt.t[uq_simt.cur];
   t->state = state;
+#if UQ_SIMT_ASAN
+  __sanitizer_start_switch_fiber(state == UQ_SIMT_DONE ? nullptr : &t->asan_fake,
+                                 uq_simt.sched_bottom, uq_simt.sched_size);
+#endif
 #if UQ_SIMT_ASM_SWITCH
   uq_simt_swap(&t->sp, uq_simt.sched_sp);
 #else
   swapcontext(&t->ctx, &uq_simt.sched);
+#endif
+#if UQ_SIMT_ASAN
+  __sanitizer_finish_switch_fiber(t->asan_fake, &uq_simt.sched_bottom, &uq_simt.sched_size);
 #endif
 }
 
@@ -119,6 +142,9 @@ static inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask) {
 }
 
 static void uq_simt_entry() {
+#if UQ_SIMT_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &uq_simt.sched_bottom, &uq_simt.sched_size);
+#endif
   uq_simt.body(uq_simt.params);
 #if UQ_SIMT_ASM_SWITCH
   uq_simt_park(UQ_SIMT_DONE); /* never resumed */
@@ -156,10 +182,17 @@ static void uq_simt_start(int i) {
 static void uq_simt_resume(int i) {
   uq_simt.cur = i;
   threadIdx = uq_simt_dim3{(unsigned)i, 0u, 0u};
+#if UQ_SIMT_ASAN
+  __sanitizer_start_switch_fiber(&uq_simt.sched_fake, uq_simt.stacks + (size_t)i * UQ_SIMT_STACK,
+                                 UQ_SIMT_STACK);
+#endif
 #if UQ_SIMT_ASM_SWITCH
   uq_simt_swap(&uq_simt.sched_sp, uq_simt.t[i].sp);
 #else
   swapcontext(&uq_simt.sched, &uq_simt.t[i].ctx);
+#endif
+#if UQ_SIMT_ASAN
+  __sanitizer_finish_switch_fiber(uq_simt.sched_fake, nullptr, nullptr);
 #endif
 }
 
