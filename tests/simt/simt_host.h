@@ -32,6 +32,24 @@
 #define UQ_SIMT_ASAN 0
 #endif
 
+/* Compiled with ThreadSanitizer (the CPU model's race check, .ci/run):
+ * each thread is a ThreadSanitizer fiber, switched to without
+ * synchronisation, and the only happens-before edges are the ones CUDA
+ * gives: a block barrier (release on arrival, acquire on leaving, one sync
+ * object per barrier parity so that a fast thread's next arrival is not
+ * seen early), a warp shuffle's two warp barriers likewise, and the ends
+ * of a launch. So any two accesses to shared memory (or to any buffer)
+ * from different threads, one a write, with no barrier between them are
+ * reported. The model's own bookkeeping is not instrumented. */
+#if defined(__SANITIZE_THREAD__)
+#define UQ_SIMT_TSAN 1
+#include <sanitizer/tsan_interface.h>
+#define UQ_SIMT_UNCHECKED __attribute__((no_sanitize("thread"), noinline))
+#else
+#define UQ_SIMT_TSAN 0
+#define UQ_SIMT_UNCHECKED
+#endif
+
 struct uq_simt_dim3 {
   unsigned x, y, z;
 };
@@ -45,7 +63,7 @@ enum { UQ_SIMT_RUN, UQ_SIMT_AT_BLOCK, UQ_SIMT_AT_WARP, UQ_SIMT_DONE };
  * callee-saved registers and the stack pointer), two orders of magnitude
  * cheaper than swapcontext, which also saves the signal mask with a
  * system call; ucontext elsewhere. */
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(UQ_SIMT_UCONTEXT)
 #define UQ_SIMT_ASM_SWITCH 1
 extern "C" void uq_simt_swap(void **save_sp, void *load_sp);
 __asm__(".text\n"
@@ -72,6 +90,8 @@ struct uq_simt_thread {
 #endif
   int state;
   void *asan_fake; /* AddressSanitizer's fake stack while parked */
+  void *tsan_fiber;
+  unsigned block_gen, warp_gen; /* barriers passed (ThreadSanitizer) */
 };
 
 /* The one machine of this process (kernels run on one host thread). */
@@ -87,6 +107,11 @@ static struct {
   const void *sched_bottom; /* the scheduler's stack, for AddressSanitizer */
   size_t sched_size;
   void *sched_fake;
+  void *tsan_sched; /* ThreadSanitizer: the scheduler's fiber, and the */
+  char tsan_block[2];      /* sync objects of block barriers by parity, */
+  char tsan_warp[UQ_SIMT_MAX_THREADS / 32][2]; /* of warp barriers, */
+  char tsan_start;         /* what threads see on starting (the caller, */
+  char tsan_done;          /* earlier blocks), what returned threads did */
   int nthreads;
   int cur;
   void (*body)(const void *);
@@ -99,9 +124,24 @@ static uq_simt_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 /* Parks the running thread and returns to the scheduler; a thread that
  * is done is never resumed. */
-static void uq_simt_park(int state) {
+UQ_SIMT_UNCHECKED static void uq_simt_park(int state) {
   uq_simt_thread *t = &uq_simt.t[uq_simt.cur];
   t->state = state;
+#if UQ_SIMT_TSAN
+  char *warp = uq_simt.tsan_warp[uq_simt.cur / 32];
+  if (state == UQ_SIMT_AT_BLOCK) {
+    __tsan_release(&uq_simt.tsan_block[t->block_gen & 1]);
+  } else if (state == UQ_SIMT_AT_WARP) {
+    __tsan_release(&warp[t->warp_gen & 1]);
+  } else { /* returned: arrived at every later barrier, and at the end */
+    __tsan_release(&uq_simt.tsan_block[0]);
+    __tsan_release(&uq_simt.tsan_block[1]);
+    __tsan_release(&warp[0]);
+    __tsan_release(&warp[1]);
+    __tsan_release(&uq_simt.tsan_done);
+  }
+  __tsan_switch_to_fiber(uq_simt.tsan_sched, __tsan_switch_to_fiber_no_sync);
+#endif
 #if UQ_SIMT_ASAN
   __sanitizer_start_switch_fiber(state == UQ_SIMT_DONE ? nullptr : &t->asan_fake,
                                  uq_simt.sched_bottom, uq_simt.sched_size);
@@ -113,6 +153,12 @@ static void uq_simt_park(int state) {
 #endif
 #if UQ_SIMT_ASAN
   __sanitizer_finish_switch_fiber(t->asan_fake, &uq_simt.sched_bottom, &uq_simt.sched_size);
+#endif
+#if UQ_SIMT_TSAN
+  if (state == UQ_SIMT_AT_BLOCK)
+    __tsan_acquire(&uq_simt.tsan_block[t->block_gen++ & 1]);
+  else
+    __tsan_acquire(&warp[t->warp_gen++ & 1]);
 #endif
 }
 
@@ -141,21 +187,20 @@ static inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask) {
   return v;
 }
 
-static void uq_simt_entry() {
+UQ_SIMT_UNCHECKED static void uq_simt_entry() {
 #if UQ_SIMT_ASAN
   __sanitizer_finish_switch_fiber(nullptr, &uq_simt.sched_bottom, &uq_simt.sched_size);
 #endif
+#if UQ_SIMT_TSAN
+  __tsan_acquire(&uq_simt.tsan_start);
+#endif
   uq_simt.body(uq_simt.params);
-#if UQ_SIMT_ASM_SWITCH
   uq_simt_park(UQ_SIMT_DONE); /* never resumed */
   abort();
-#else
-  uq_simt.t[uq_simt.cur].state = UQ_SIMT_DONE; /* then uc_link: the scheduler */
-#endif
 }
 
 /* Thread i's first resumption enters uq_simt_entry on its own stack. */
-static void uq_simt_start(int i) {
+UQ_SIMT_UNCHECKED static void uq_simt_start(int i) {
   uq_simt_thread *t = &uq_simt.t[i];
   char *base = uq_simt.stacks + (size_t)i * UQ_SIMT_STACK;
 #if UQ_SIMT_ASM_SWITCH
@@ -173,15 +218,19 @@ static void uq_simt_start(int i) {
   getcontext(&t->ctx);
   t->ctx.uc_stack.ss_sp = base;
   t->ctx.uc_stack.ss_size = UQ_SIMT_STACK;
-  t->ctx.uc_link = &uq_simt.sched;
+  t->ctx.uc_link = nullptr; /* uq_simt_entry never returns */
   makecontext(&t->ctx, uq_simt_entry, 0);
 #endif
   t->state = UQ_SIMT_RUN;
+  t->block_gen = t->warp_gen = 0;
 }
 
-static void uq_simt_resume(int i) {
+UQ_SIMT_UNCHECKED static void uq_simt_resume(int i) {
   uq_simt.cur = i;
   threadIdx = uq_simt_dim3{(unsigned)i, 0u, 0u};
+#if UQ_SIMT_TSAN
+  __tsan_switch_to_fiber(uq_simt.t[i].tsan_fiber, __tsan_switch_to_fiber_no_sync);
+#endif
 #if UQ_SIMT_ASAN
   __sanitizer_start_switch_fiber(&uq_simt.sched_fake, uq_simt.stacks + (size_t)i * UQ_SIMT_STACK,
                                  UQ_SIMT_STACK);
@@ -198,7 +247,7 @@ static void uq_simt_resume(int i) {
 
 /* Releases the threads parked at a barrier that is complete; returns how
  * many it released. */
-static int uq_simt_release() {
+UQ_SIMT_UNCHECKED static int uq_simt_release() {
   int n = uq_simt.nthreads, released = 0;
   int live = 0, at_block = 0;
   for (int i = 0; i < n; i++) {
@@ -230,7 +279,38 @@ static int uq_simt_release() {
 /* Runs body(params) as a grid of `grid` blocks of `threads` threads.
  * Returns 0, or -1 with a message in err when a barrier cannot complete or
  * the arguments are out of range. */
-static int uq_simt_run(const unsigned grid[3], int threads, void (*body)(const void *),
+/* ThreadSanitizer's edges at the ends of blocks and launches: a block's
+ * threads start after whatever the caller did before the launch and after
+ * every earlier block (but not after each other); the caller goes on
+ * after every block. The scheduler runs as the calling thread. */
+UQ_SIMT_UNCHECKED static void uq_simt_tsan_launch_begin(int threads) {
+#if UQ_SIMT_TSAN
+  uq_simt.tsan_sched = __tsan_get_current_fiber();
+  for (int i = 0; i < threads; i++)
+    uq_simt.t[i].tsan_fiber = __tsan_create_fiber(0);
+  __tsan_release(&uq_simt.tsan_start);
+#else
+  (void)threads;
+#endif
+}
+UQ_SIMT_UNCHECKED static void uq_simt_tsan_block_end() {
+#if UQ_SIMT_TSAN
+  __tsan_acquire(&uq_simt.tsan_done);
+  __tsan_release(&uq_simt.tsan_start);
+#endif
+}
+UQ_SIMT_UNCHECKED static void uq_simt_tsan_launch_end(int threads) {
+#if UQ_SIMT_TSAN
+  __tsan_acquire(&uq_simt.tsan_done);
+  for (int i = 0; i < threads; i++)
+    __tsan_destroy_fiber(uq_simt.t[i].tsan_fiber);
+#else
+  (void)threads;
+#endif
+}
+
+UQ_SIMT_UNCHECKED static int uq_simt_run(const unsigned grid[3], int threads,
+                                         void (*body)(const void *),
                        const void *params, char *err, size_t errlen) {
   if (threads < 1 || threads > UQ_SIMT_MAX_THREADS) {
     snprintf(err, errlen, "simt: %d threads a block", threads);
@@ -243,6 +323,7 @@ static int uq_simt_run(const unsigned grid[3], int threads, void (*body)(const v
     snprintf(err, errlen, "simt: out of memory for the thread stacks");
     return -1;
   }
+  uq_simt_tsan_launch_begin(threads);
   uq_simt.nthreads = threads;
   uq_simt.body = body;
   uq_simt.params = params;
@@ -269,8 +350,10 @@ static int uq_simt_run(const unsigned grid[3], int threads, void (*body)(const v
           int live = 0;
           for (int i = 0; i < threads; i++)
             live += uq_simt.t[i].state != UQ_SIMT_DONE;
-          if (live == 0)
+          if (live == 0) {
+            uq_simt_tsan_block_end();
             break;
+          }
           if (ran == 0) {
             int at_block = 0, at_warp = 0;
             for (int i = 0; i < threads; i++) {
@@ -281,12 +364,14 @@ static int uq_simt_run(const unsigned grid[3], int threads, void (*body)(const v
                      "simt: block (%u, %u, %u) deadlocked: %d threads at "
                      "__syncthreads, %d at a warp shuffle, %d returned",
                      x, y, z, at_block, at_warp, threads - at_block - at_warp);
+            uq_simt_tsan_launch_end(threads);
             free(uq_simt.stacks);
             uq_simt.stacks = NULL;
             return -1;
           }
         }
       }
+  uq_simt_tsan_launch_end(threads);
   free(uq_simt.stacks);
   uq_simt.stacks = NULL;
   return 0;
