@@ -104,7 +104,7 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     name=${e%%|*}
     rest=${e#*|}
     args=${rest#*|}
-    s=$(slot 40 15)
+    s=$(slot 120 15) # eight backend/form candidates a shape
     say "peer_bench $name (limit $s s)"
     [ "$s" -le 5 ] && { echo "skipped: no time left"; continue; }
     # shellcheck disable=SC2086
