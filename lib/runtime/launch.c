@@ -263,6 +263,27 @@ int uq_decode(uq_context *ctx, const uq_shape *shape,
   return launch_plan(ctx, pf, pc, shape, args, workspace, stream);
 }
 
+void uq__store_launch_params(const uq_store_args *args, uq_store_params *out,
+                             uint32_t grid[3]) {
+  const int64_t hd = (int64_t)args->num_kv_heads * args->head_dim;
+  memset(out, 0, sizeof *out);
+  out->k = args->k;
+  out->v = args->v;
+  out->slot_mapping = (const long long *)args->slot_mapping;
+  out->kv_cache = args->kv_cache;
+  out->k_stride_token = args->k_stride_token ? args->k_stride_token : hd;
+  out->k_stride_head = args->k_stride_head ? args->k_stride_head
+                                           : args->head_dim;
+  out->v_stride_token = args->v_stride_token ? args->v_stride_token : hd;
+  out->v_stride_head = args->v_stride_head ? args->v_stride_head
+                                           : args->head_dim;
+  out->num_tokens = args->num_tokens;
+  out->num_slots = args->num_blocks * args->block_size;
+  grid[0] = (uint32_t)args->num_tokens;
+  grid[1] = (uint32_t)args->num_kv_heads;
+  grid[2] = 1;
+}
+
 int uq_store(uq_context *ctx, const uq_store_args *args, void *stream) {
   uq__error_clear();
   if (ctx == NULL || args == NULL)
@@ -301,7 +322,6 @@ int uq_store(uq_context *ctx, const uq_store_args *args, void *stream) {
     return uq__errorf(UQ_EALIGN,
                       "uq_store: k and v must be aligned to their element "
                       "size, slot_mapping to 8 and kv_cache to 16 bytes");
-  int64_t hd = (int64_t)args->num_kv_heads * args->head_dim;
   int64_t per_block = (int64_t)args->block_size * args->num_kv_heads *
                       key.padded_slot;
   if (args->num_blocks > INT64_MAX / per_block)
@@ -312,19 +332,8 @@ int uq_store(uq_context *ctx, const uq_store_args *args, void *stream) {
     return uq__errorf(UQ_EINVAL, "uq_store: negative stride");
 
   uq_store_params sp;
-  memset(&sp, 0, sizeof sp);
-  sp.k = args->k;
-  sp.v = args->v;
-  sp.slot_mapping = (const long long *)args->slot_mapping;
-  sp.kv_cache = args->kv_cache;
-  sp.k_stride_token = args->k_stride_token ? args->k_stride_token : hd;
-  sp.k_stride_head = args->k_stride_head ? args->k_stride_head
-                                         : args->head_dim;
-  sp.v_stride_token = args->v_stride_token ? args->v_stride_token : hd;
-  sp.v_stride_head = args->v_stride_head ? args->v_stride_head
-                                         : args->head_dim;
-  sp.num_tokens = args->num_tokens;
-  sp.num_slots = args->num_blocks * args->block_size;
+  uint32_t grid[3];
+  uq__store_launch_params(args, &sp, grid);
 
   const uq__platform *pf;
   uq__pdev *dev;
@@ -337,7 +346,5 @@ int uq_store(uq_context *ctx, const uq_store_args *args, void *stream) {
     rc = pf->make_current(dev);
   if (rc != 0)
     return rc;
-  const uint32_t grid[3] = {(uint32_t)args->num_tokens,
-                            (uint32_t)args->num_kv_heads, 1};
   return pf->launch(e->function, grid, e->block_threads, &sp, stream);
 }

@@ -67,6 +67,9 @@ static char *host_source(const uq_key *key) {
   case UQ_KERNEL_PROLOGUE:
     params = "uq_prologue_params", threads = "UQ_BLOCK_THREADS";
     break;
+  case UQ_KERNEL_STORE:
+    params = "uq_store_params", threads = "UQ_BLOCK_THREADS";
+    break;
   default:
     fprintf(stderr, "kernel kind %u does not run on the host\n", key->kind);
     uq_free(src);
@@ -240,6 +243,25 @@ int hk_decode(const uq_shape *shape, const char *target,
   if ((rc = launch(ks[0], plan.decode_grid, &lp.decode)) != 0)
     return rc;
   return launch(ks[1], plan.reduce_grid, &lp.reduce);
+}
+
+int hk_store(const uq_store_args *args, const char *target) {
+  uq_key key;
+  int rc = uq_store_key(args->head_dim, args->num_kv_heads, args->padded_slot,
+                        args->dtype, target, &key);
+  if (rc != 0) {
+    fprintf(stderr, "uq_store_key: %s\n", uq_last_error());
+    return rc;
+  }
+  hk_kernel *k = build(&key);
+  if (k == NULL)
+    return UQ_ECOMPILE;
+  if (args->num_tokens == 0)
+    return 0;
+  uq_store_params sp;
+  uint32_t grid[3];
+  uq__store_launch_params(args, &sp, grid);
+  return launch(k, grid, &sp);
 }
 
 int hk_last_variant(void) { return last_variant; }

@@ -3,7 +3,8 @@
  * tests/simt/prelude_host.hip, compiled by the host C++ compiler into a
  * shared object and run by the fiber model of tests/simt/simt_host.h.
  * Only kernels written in portable C++ over the prelude run this way (the
- * portable layer, the gfx950 layer's emulation, the reduce and prologue);
+ * portable layer, the gfx950 layer's emulation, the reduce, the prologue
+ * and the store);
  * the sm_90 matrix layers are inline PTX. */
 #ifndef UQ_TEST_HOST_KERNELS_H
 #define UQ_TEST_HOST_KERNELS_H
@@ -34,6 +35,10 @@ int hk_decode(const uq_shape *shape, const char *target,
  * model's message (a barrier that cannot complete) in err. */
 int hk_run_source(const char *name, const char *cpp, const uint32_t grid[3],
                   const void *params, char *err, size_t errlen);
+
+/* Runs uq_store's kernel for `target` over `args` (host buffers), as
+ * uq_store launches it. 0 or a UQ_* status, with the reason on stderr. */
+int hk_store(const uq_store_args *args, const char *target);
 
 /* The variant of the decode kernel the last hk_decode ran (-1: none). */
 int hk_last_variant(void);
