@@ -239,3 +239,18 @@ size_t cu_build_entry(const char *target, const uq__digest *key,
   return cu_build_entry_of(target, key, none, 1, payload, len, claimed_len,
                            out);
 }
+
+int cu_setup_tmpdir(void **state) {
+  char *root = malloc(PATH_MAX);
+  if (root == NULL)
+    return -1;
+  cu_mkdtemp(root);
+  *state = root;
+  return 0;
+}
+
+int cu_teardown_tmpdir(void **state) {
+  cu_rm_rf(*state);
+  free(*state);
+  return 0;
+}

@@ -14,6 +14,10 @@ void cu_fmt(char *out, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* mkdtemp under /tmp; aborts the test program on failure. */
 void cu_mkdtemp(char out[PATH_MAX]);
+/* cmocka setup / teardown: *state is a fresh temporary directory's path,
+ * removed (and freed) even when the test fails. */
+int cu_setup_tmpdir(void **state);
+int cu_teardown_tmpdir(void **state);
 /* rm -rf, restoring permissions on the way down. */
 void cu_rm_rf(const char *path);
 /* A digest made from one labeled field "source" = "k<i>". */

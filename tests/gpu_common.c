@@ -164,8 +164,13 @@ int problem_fetch(uq_context *ctx, const decode_problem *p, uint16_t *raw,
                   double *out) {
   CHECK_RC(uq_synchronize(ctx));
   CHECK_RC(uq_memcpy_d2h(ctx, raw, p->d_out, p->out_elems * 2));
+  problem_widen(p, raw, out);
+  return 0;
+}
+
+void problem_widen(const decode_problem *p, const uint16_t *raw,
+                   double *out) {
   for (size_t i = 0; i < p->out_elems; i++)
     out[i] = p->shape.q_dtype == UQ_DTYPE_FP16 ? tk_fp16_to_f32(raw[i])
                                                : tk_bf16_to_f32(raw[i]);
-  return 0;
 }

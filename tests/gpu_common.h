@@ -67,5 +67,9 @@ int problem_reference(const decode_problem *p, double *out64);
 /* Copies the device output back as doubles. */
 int problem_fetch(uq_context *ctx, const decode_problem *p, uint16_t *raw,
                   double *out);
+/* The output's bf16/fp16 bits `raw` as doubles (what problem_fetch does
+ * after copying them back). */
+void problem_widen(const decode_problem *p, const uint16_t *raw,
+                   double *out);
 
 #endif

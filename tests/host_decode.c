@@ -45,9 +45,7 @@ static int host_decode(decode_problem *p) {
 
 static int host_fetch(const decode_problem *p, uint16_t *raw, double *out) {
   memcpy(raw, p->d_out, p->out_elems * 2);
-  for (size_t i = 0; i < p->out_elems; i++)
-    out[i] = p->shape.q_dtype == UQ_DTYPE_FP16 ? tk_fp16_to_f32(raw[i])
-                                               : tk_bf16_to_f32(raw[i]);
+  problem_widen(p, raw, out);
   return 0;
 }
 

@@ -224,34 +224,22 @@ static void cache_verify_and_prune_ignore_lock_files(void **state) {
   uq__cache_close(c);
 }
 
-static int setup(void **state) {
-  char *root = malloc(PATH_MAX);
-  cu_mkdtemp(root);
-  *state = root;
-  return 0;
-}
-
-static int teardown(void **state) {
-  cu_rm_rf(*state);
-  free(*state);
-  return 0;
-}
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
-          cache_lock_excludes_a_second_holder_until_released, setup,
-          teardown),
+          cache_lock_excludes_a_second_holder_until_released, cu_setup_tmpdir,
+          cu_teardown_tmpdir),
       cmocka_unit_test_setup_teardown(
-          cache_lock_of_a_holder_killed_by_sigkill_is_taken_at_once, setup,
-          teardown),
+          cache_lock_of_a_holder_killed_by_sigkill_is_taken_at_once, cu_setup_tmpdir,
+          cu_teardown_tmpdir),
       cmocka_unit_test_setup_teardown(
-          cache_lock_sweeps_old_unheld_lock_files_and_keeps_held_ones, setup,
-          teardown),
+          cache_lock_sweeps_old_unheld_lock_files_and_keeps_held_ones, cu_setup_tmpdir,
+          cu_teardown_tmpdir),
       cmocka_unit_test_setup_teardown(cache_lock_admits_one_thread_at_a_time,
-                                      setup, teardown),
+                                      cu_setup_tmpdir, cu_teardown_tmpdir),
       cmocka_unit_test_setup_teardown(cache_verify_and_prune_ignore_lock_files,
-                                      setup, teardown),
+                                      cu_setup_tmpdir, cu_teardown_tmpdir),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,19 +64,6 @@ static int racer(const char *dir, int who) {
   return rc;
 }
 
-/* Each test gets a fresh directory, removed even when the test fails. */
-static int setup(void **state) {
-  char *root = malloc(PATH_MAX);
-  cu_mkdtemp(root);
-  *state = root;
-  return 0;
-}
-
-static int teardown(void **state) {
-  cu_rm_rf(*state);
-  free(*state);
-  return 0;
-}
 
 static void cache_processes_racing_to_put_same_keys_leave_valid_entries(
     void **state) {
@@ -164,10 +151,10 @@ static void cache_threads_share_one_cache_for_get_and_put(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
-          cache_processes_racing_to_put_same_keys_leave_valid_entries, setup,
-          teardown),
+          cache_processes_racing_to_put_same_keys_leave_valid_entries, cu_setup_tmpdir,
+          cu_teardown_tmpdir),
       cmocka_unit_test_setup_teardown(
-          cache_threads_share_one_cache_for_get_and_put, setup, teardown),
+          cache_threads_share_one_cache_for_get_and_put, cu_setup_tmpdir, cu_teardown_tmpdir),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

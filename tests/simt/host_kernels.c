@@ -93,20 +93,20 @@ static char *host_source(const uq_key *key) {
   return out;
 }
 
-static int write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (f == NULL)
-    return -1;
-  int ok = fputs(text, f) >= 0;
-  return fclose(f) == 0 && ok ? 0 : -1;
+/* The kernel built under `name`, or NULL. */
+static hk_kernel *find_built(const char *name) {
+  for (int i = 0; i < nbuilt; i++)
+    if (strcmp(built[i].name, name) == 0)
+      return &built[i];
+  return NULL;
 }
 
 /* Compiles `text` (C++ over prelude_host.hip, exporting uq_host_launch)
  * and loads it as kernel `name`; a name built before is reused. */
 static hk_kernel *build_text(const char *name, const char *text) {
-  for (int i = 0; i < nbuilt; i++)
-    if (strcmp(built[i].name, name) == 0)
-      return &built[i];
+  hk_kernel *k = find_built(name);
+  if (k != NULL)
+    return k;
   if (nbuilt == HK_MAX) {
     fprintf(stderr, "more than %d host kernels\n", HK_MAX);
     return NULL;
@@ -128,8 +128,8 @@ static hk_kernel *build_text(const char *name, const char *text) {
     fprintf(stderr, "%s: paths too long\n", name);
     return NULL;
   }
-  if (write_text(cpp, text) != 0) {
-    fprintf(stderr, "%s: cannot write %s\n", name, cpp);
+  if (uq__os_write_file(cpp, text, strlen(text)) != 0) {
+    fprintf(stderr, "%s: %s\n", name, uq_last_error());
     return NULL;
   }
   /* -ffp-contract=off: the kernels' explicitly rounded operations and the
@@ -162,7 +162,7 @@ static hk_kernel *build_text(const char *name, const char *text) {
     return NULL;
   }
   uq_free(log);
-  hk_kernel *k = &built[nbuilt];
+  k = &built[nbuilt];
   k->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (k->dl == NULL) {
     fprintf(stderr, "%s: %s\n", name, dlerror());
@@ -183,13 +183,13 @@ static hk_kernel *build(const uq_key *key) {
   char name[256];
   if (uq_key_name(key, name, sizeof name) <= 0)
     return NULL;
-  for (int i = 0; i < nbuilt; i++)
-    if (strcmp(built[i].name, name) == 0)
-      return &built[i];
+  hk_kernel *k = find_built(name);
+  if (k != NULL)
+    return k;
   char *text = host_source(key);
   if (text == NULL)
     return NULL;
-  hk_kernel *k = build_text(name, text);
+  k = build_text(name, text);
   free(text);
   return k;
 }
