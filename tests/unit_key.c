@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "lib/codegen/layers.h"
 #include "lib/codegen/target.h"
 #include "uqjit.h"
 
@@ -565,7 +566,7 @@ static void target_spellings_canonicalise(void **state) {
     assert_int_equal(info.family, c->family);
     assert_int_equal(info.arch, c->arch);
     assert_int_equal(info.wave_size, c->wave);
-    assert_int_equal(uq__target_block_threads(&info, UQ_VARIANT_PORTABLE),
+    assert_int_equal(uq__layer_block_threads(&info, UQ_VARIANT_PORTABLE),
                      c->threads);
     /* Canonical spellings are fixed points. */
     char again[UQ_TARGET_MAX];
@@ -609,10 +610,10 @@ static void target_layers_follow_the_architecture(void **state) {
                cases[i].warpgroup);
     unsigned want = info.family == UQ__TARGET_NVIDIA ? 128u : 64u;
     for (int v = UQ_VARIANT_PORTABLE; v <= UQ_VARIANT_WARPGROUP; v++)
-      assert_int_equal(uq__target_block_threads(&info, v), want);
+      assert_int_equal(uq__layer_block_threads(&info, v), want);
   }
   assert_int_equal(uq__target_warpgroup_layer(NULL), 0);
-  assert_int_equal(uq__target_block_threads(NULL, UQ_VARIANT_WARPGROUP), 0);
+  assert_int_equal(uq__layer_block_threads(NULL, UQ_VARIANT_WARPGROUP), 0);
 }
 
 static void target_refuses_bad_spellings(void **state) {

@@ -133,7 +133,7 @@ static const char *dtype_name(uint32_t dtype) {
 
 /* ------------------------------------------------------------------ */
 
-static int validate_target(const uq_key *key) {
+static int validate_target(const uq_key *key, uq__target_info *info) {
   const char *t = key->target;
   size_t len = strnlen(t, UQ_TARGET_MAX);
   if (len == UQ_TARGET_MAX)
@@ -147,7 +147,7 @@ static int validate_target(const uq_key *key) {
                         "(build keys with memset, then fill)",
                         t);
   char canon[UQ_TARGET_MAX];
-  int rc = uq__target_parse(t, canon, sizeof canon, NULL);
+  int rc = uq__target_parse(t, canon, sizeof canon, info);
   if (rc != 0)
     return rc;
   if (strcmp(canon, t) != 0)
@@ -230,14 +230,14 @@ static int validate_decode(const uq_key *key) {
   return 0;
 }
 
-int uq_key_validate(const uq_key *key) {
-  uq__error_clear();
+/* uq_key_validate, filling in the key's target. */
+static int validate(const uq_key *key, uq__target_info *info) {
   if (key == NULL)
     return uq__errorf(UQ_EINVAL, "key is NULL");
   const kind_desc *d = find_kind(key->kind);
   if (d == NULL)
     return uq__errorf(UQ_EINVAL, "unknown key kind %u", (unsigned)key->kind);
-  int rc = validate_target(key);
+  int rc = validate_target(key, info);
   if (rc != 0)
     return rc;
   if (dtype_name(key->dtype) == NULL ||
@@ -250,8 +250,8 @@ int uq_key_validate(const uq_key *key) {
                         "%s key field '%s' is unused by this kind and must "
                         "be 0",
                         d->name, prefixes[f]);
-  /* Whether the target has the layer is the generator's question
-   * (lib/codegen/emit.c): a key only names it. */
+  /* Whether the target has the layer, and whether it serves the key, are
+   * uq__key_check's questions: a valid key only names a layer. */
   if (uq__layer_find(key->variant, NULL) == NULL) {
     char layers[128];
     uq__layer_list(layers, sizeof layers);
@@ -287,15 +287,16 @@ int uq_key_validate(const uq_key *key) {
   }
 }
 
+int uq_key_validate(const uq_key *key) {
+  uq__error_clear();
+  uq__target_info info;
+  return validate(key, &info);
+}
+
 /* ------------------------------------------------------------------ */
 
-int uq_key_name(const uq_key *key, char *buf, size_t n) {
-  if (buf != NULL && n > 0)
-    buf[0] = '\0';
-  /* Only valid keys have names, so every name parses back to its key. */
-  int rc = uq_key_validate(key);
-  if (rc != 0)
-    return rc;
+/* The name of a valid key into buf (see uq_key_name). */
+static int write_name(const uq_key *key, char *buf, size_t n) {
   const kind_desc *d = find_kind(key->kind);
   char tmp[UQ__KEY_NAME_MAX];
   char target[UQ_TARGET_MAX];
@@ -322,6 +323,39 @@ int uq_key_name(const uq_key *key, char *buf, size_t n) {
     buf[copy] = '\0';
   }
   return (int)used;
+}
+
+int uq_key_name(const uq_key *key, char *buf, size_t n) {
+  if (buf != NULL && n > 0)
+    buf[0] = '\0';
+  /* Only valid keys have names, so every name parses back to its key. */
+  int rc = uq_key_validate(key);
+  if (rc != 0)
+    return rc;
+  return write_name(key, buf, n);
+}
+
+int uq__key_check(const uq_key *key, uq__checked_key *out) {
+  uq__error_clear();
+  memset(out, 0, sizeof *out);
+  int rc = validate(key, &out->info);
+  if (rc != 0)
+    return rc;
+  out->key = *key; /* valid: zero after the target's NUL */
+  out->layer = uq__layer_find(key->variant, &out->info);
+  if ((rc = uq__layer_check_target(out->layer, &out->info, key->target)) != 0)
+    return rc;
+  if (key->kind == UQ_KERNEL_DECODE) {
+    const uq__layer_shape shape = {key->head_dim, key->query_group_size,
+                                   (uq_dtype)key->dtype};
+    if ((rc = uq__layer_check_decode(out->layer, &shape)) != 0)
+      return rc;
+  }
+  int len = write_name(key, out->name, sizeof out->name);
+  if (len < 0 || (size_t)len >= sizeof out->name)
+    return uq__errorf(UQ_EINVAL, "key name does not fit %d bytes",
+                      UQ__KEY_NAME_MAX);
+  return 0;
 }
 
 /* A non-negative decimal in its one spelling ("0" or no leading zero). */

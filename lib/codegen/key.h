@@ -3,6 +3,10 @@
 #ifndef UQ_KEY_H
 #define UQ_KEY_H
 
+#include <stdint.h>
+
+#include "lib/codegen/layers.h"
+#include "lib/codegen/target.h"
 #include "uqjit.h"
 
 /* Enough for the name of any valid key (the longest, a decode key with
@@ -16,5 +20,20 @@
 #define UQ__KEY_PARTITIONS_MAX 512
 /* Tile groups per partition: a power of two up to this. */
 #define UQ__KEY_TGPP_MAX (1 << 20)
+/* A key checked once, with what the generator and the JIT path read from
+ * it: the key (its bytes after the target's NUL zero), its target, its
+ * layer on that target, and its name. */
+typedef struct uq__checked_key {
+  uq_key key;
+  uq__target_info info;
+  const uq__layer *layer;
+  char name[UQ__KEY_NAME_MAX];
+} uq__checked_key;
+
+/* Fills *out when the key is valid (uq_key_validate), its target has its
+ * layer and, for a decode key, the layer serves its head dim and query
+ * group; UQ_EINVAL with the reason otherwise. The one check of the JIT
+ * path: everything below it takes the checked key. */
+int uq__key_check(const uq_key *key, uq__checked_key *out);
 
 #endif
