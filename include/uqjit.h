@@ -281,7 +281,8 @@ UQ_EXTERN int uq_plan_make(const uq_shape *shape, const char *target,
  * A shape no layer serves is not an error: returns 0 with plan->eligible
  * = 0 and the reason. UQ_EINVAL / UQ_EOVERFLOW for malformed shapes
  * (non-positive sizes, Hq % Hk != 0, a bad padded_slot, dtype or scale,
- * overflowing sizes), an unknown target or an unknown variant name. */
+ * overflowing sizes, query strides that do not address two sequences with
+ * 64-bit byte offsets), an unknown target or an unknown variant name. */
 UQ_EXTERN int uq_plan_make_variant(const uq_shape *shape, const char *target,
                                    const char *variant, uq_plan *plan);
 

@@ -19,8 +19,6 @@
 #define KV_COMPUTE_BLOCK 256
 /* Workspace regions start on this boundary. */
 #define WS_ALIGN 256
-/* The largest softmax scale a key can spell with room to spare. */
-#define SCALE_MAX 1.0e6
 
 void uq_shape_init(uq_shape *shape) {
   if (shape == NULL)
@@ -112,7 +110,7 @@ static int read_sizes(const uq_shape *shape, plan_in *in) {
                       (long long)in->d);
   in->qg = in->hq / in->hk;
   in->window = in->bs * in->mb;
-  if (in->window > INT32_MAX)
+  if (!uq__key_window_ok(in->mb, in->bs))
     return uq__errorf(UQ_EOVERFLOW,
                       "block_size %lld x max_blocks_per_seq %lld = %lld "
                       "tokens exceeds the int32 sequence lengths",
@@ -128,9 +126,9 @@ static int read_scale(const uq_shape *shape, plan_in *in) {
   float scale = shape->scale;
   if (scale == 0.0f)
     scale = 1.0f / sqrtf((float)in->d);
-  if (!isfinite(scale) || scale < 0.0f || scale > SCALE_MAX)
+  if (!isfinite(scale) || scale < 0.0f || scale > UQ__KEY_SCALE_MAX)
     return uq__errorf(UQ_EINVAL, "softmax scale %g must be in (0, %g]",
-                      (double)scale, SCALE_MAX);
+                      (double)scale, UQ__KEY_SCALE_MAX);
   in->scale_e8 = llround((double)scale * 1e8);
   if (in->scale_e8 <= 0)
     return uq__errorf(UQ_EINVAL,
@@ -157,13 +155,10 @@ static int read_options(const uq_shape *shape, plan_in *in) {
                       (long long)shape->q_stride_seq,
                       (long long)shape->q_stride_head);
   /* The query's last element, in bytes, must be addressable: the kernels
-   * index it with 64-bit offsets. */
-  int64_t last = 0, heads = 0;
-  if (__builtin_mul_overflow(in->batch - 1, in->stride_seq, &last) ||
-      __builtin_mul_overflow(in->hq - 1, in->stride_head, &heads) ||
-      __builtin_add_overflow(last, heads, &last) ||
-      __builtin_add_overflow(last, in->d, &last) ||
-      __builtin_mul_overflow(last, (int64_t)2, &last))
+   * index it with 64-bit offsets. The rule is the key's (at least two
+   * sequences), so that every key a plan makes is a valid key. */
+  if (uq__key_query_fits(in->stride_seq, in->stride_head, in->hq, in->d,
+                         in->batch > 2 ? in->batch : 2) != 0)
     return uq__errorf(UQ_EOVERFLOW,
                       "query strides (%lld, %lld) overflow the query's size",
                       (long long)in->stride_seq, (long long)in->stride_head);
@@ -214,8 +209,7 @@ static int choose_layer(const uq_shape *shape, plan_in *in, int requested,
   if (shape->sliding_window > 0)
     return ineligible(plan, "sliding window %lld is not supported",
                       (long long)shape->sliding_window);
-  if (in->bs != 16 && in->bs != 32 && in->bs != 64 && in->bs != 128 &&
-      in->bs != 256)
+  if (!uq__key_block_size_ok(in->bs))
     return ineligible(plan,
                       "block_size %lld is not 16, 32, 64, 128 or 256",
                       (long long)in->bs);
