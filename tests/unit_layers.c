@@ -98,6 +98,15 @@ static void rows_serve_format_shapes_and_portable_serves_all(void **state) {
       assert_true(d == 64 || d == 128 || d == 256);
     }
     assert_int_equal(l->query_groups & ~0x1fffeu, 0);
+    /* Every head dim it serves has templates; 32-bit V code loads only
+     * where the run is 4-byte aligned (not at 64: byte 34). */
+    for (int i = 0; i < UQ__LAYER_HEAD_DIMS && l->head_dims[i]; i++) {
+      int d = l->head_dims[i];
+      const char *const *t = uq__layer_templates(l, d);
+      if (t == NULL)
+        fail_msg("%s: no templates for head_dim %d", l->name, d);
+      assert_true((t == l->templates_v16) == (d == 64));
+    }
     for (int d = 32; d <= 512; d *= 2)
       for (int q = 0; q <= 33; q++)
         for (int dt = 0; dt <= 3; dt++) {
@@ -122,13 +131,19 @@ static void rows_serve_format_shapes_and_portable_serves_all(void **state) {
 static void layer_templates_are_embedded(void **state) {
   (void)state;
   for (int r = 0; r < uq__layers_count; r++) {
-    const char *const *t = uq__layers[r].templates;
-    assert_non_null(t);
-    assert_non_null(t[0]);
-    for (; *t != NULL; t++) {
-      if (uq__template_text(*t, NULL) == NULL)
-        fail_msg("layer %s: template %s is not embedded", uq__layers[r].name,
-                 *t);
+    const char *const *lists[] = {uq__layers[r].templates,
+                                  uq__layers[r].templates_v16};
+    assert_non_null(lists[0]);
+    for (int k = 0; k < 2; k++) {
+      const char *const *t = lists[k];
+      if (t == NULL)
+        continue;
+      assert_non_null(t[0]);
+      for (; *t != NULL; t++) {
+        if (uq__template_text(*t, NULL) == NULL)
+          fail_msg("layer %s: template %s is not embedded",
+                   uq__layers[r].name, *t);
+      }
     }
   }
 }

@@ -207,13 +207,18 @@ int uq__gen_emit(const uq__checked_key *ck, uq__route route, uq__buf *out) {
   static const char *const store_parts[] = {"store.hip", NULL};
   const char *const *parts;
   switch (key->kind) {
-  case UQ_KERNEL_DECODE: parts = ck->layer->templates; break;
+  case UQ_KERNEL_DECODE:
+    parts = uq__layer_templates(ck->layer, key->head_dim);
+    break;
   case UQ_KERNEL_REDUCE: parts = reduce_parts; break;
   case UQ_KERNEL_PROLOGUE: parts = prologue_parts; break;
   case UQ_KERNEL_STORE: parts = store_parts; break;
   default:
     return uq__errorf(UQ_EINVAL, "unknown kernel kind %u", (unsigned)key->kind);
   }
+  if (parts == NULL)
+    return uq__errorf(UQ_EINVAL, "the %s layer has no templates for head_dim %d",
+                      ck->layer->name, (int)key->head_dim);
   if ((rc = append_template(out, prelude_name(route))) != 0 ||
       (rc = append_template(out, "uq_abi.h")) != 0 ||
       (rc = append_template(out, "numerics.hip")) != 0)

@@ -41,6 +41,11 @@ static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts) {
  * them need (sequence length, schedule, offsets, the empty partition). */
 static const char *const portable_templates[] = {
     "layer_common.hip", "layer_portable.hip", "decode.hip", NULL};
+/* Head dims whose V codes start 2 bytes off a 4-byte boundary (64) load
+ * them in 16-bit halves. */
+static const char *const portable_v16_templates[] = {
+    "layer_common.hip", "layer_portable.hip", "layer_portable_v16.hip",
+    "decode.hip", NULL};
 /* The sm_90 matrix layer is a whole kernel of its own. */
 static const char *const matrix_templates[] = {
     "layer_common.hip", "mma_sm90_maps.hip", "sm90_chunks.hip",
@@ -83,6 +88,7 @@ const uq__layer uq__layers[] = {
      .name = "portable",
      .available = always,
      .templates = portable_templates,
+     .templates_v16 = portable_v16_templates,
      .head_dims = {64, 128, 256},
      .query_groups = QG_1_TO_16,
      .min_partition_tokens = 192},
@@ -172,6 +178,12 @@ const uq__layer *uq__layer_choose(const uq__target_info *info,
       return l;
   }
   return NULL;
+}
+
+const char *const *uq__layer_templates(const uq__layer *layer,
+                                       int32_t head_dim) {
+  int v16 = (head_dim / 2 + head_dim / 32) % 4 != 0;
+  return v16 ? layer->templates_v16 : layer->templates;
 }
 
 unsigned uq__layer_block_threads(const uq__target_info *info, int variant) {

@@ -29,6 +29,9 @@ typedef struct uq__layer {
    * order, NULL-terminated; they follow the shared prelude, ABI header,
    * numerics and specialization constants. */
   const char *const *templates;
+  /* The templates for a head dim whose V code run starts off a 4-byte
+   * boundary (uq__layer_templates), NULL when the row serves none. */
+  const char *const *templates_v16;
   /* Threads per block of the decode kernel where the target has the
    * layer; 0: the target's default (one wave64 on AMD, four warps on
    * NVIDIA). */
@@ -92,6 +95,13 @@ const uq__layer *uq__layer_choose(const uq__target_info *info,
  * the row's own count where the target has the layer, else one wave64 on
  * AMD, four warps on NVIDIA; 0 for a NULL target. */
 unsigned uq__layer_block_threads(const uq__target_info *info, int variant);
+
+/* The decode kernel's templates of the layer at a head dim: the row's
+ * templates_v16 where V codes start off a 4-byte boundary (byte D/2 +
+ * D/32 of a slot: head_dim 64), else its templates. NULL where the row
+ * has no templates for that head dim. */
+const char *const *uq__layer_templates(const uq__layer *layer,
+                                       int32_t head_dim);
 
 /* "0 portable, 1 matrix, 2 warpgroup, 3 gfx950-emu": the variants, for
  * messages. */
