@@ -16,6 +16,7 @@ typedef struct cli_bench_opts {
   uint64_t max_mem;      /* device memory cap for one shape */
   int check_seqs;        /* sequences checked against the reference (0: none) */
   uint64_t seed;
+  const char *variant;   /* the decode layer (--variant), or NULL */
 } cli_bench_opts;
 
 /* One shape's buffers on the device. */

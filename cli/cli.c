@@ -151,7 +151,7 @@ int cli_parse_float(const char *cmd, const char *flag, const char *text,
 /* ------------------------------------------------------------------ */
 /* The shape flags: one table drives parsing, the required check and help. */
 
-typedef enum { T_I32, T_I64, T_FLOAT, T_DTYPE, T_TARGET } flag_type;
+typedef enum { T_I32, T_I64, T_FLOAT, T_DTYPE, T_TEXT } flag_type;
 
 typedef struct shape_flag {
   const char *name;
@@ -172,7 +172,7 @@ static const shape_flag shape_flags[] = {
      "query heads"},
     {"--kv-heads", "HK", T_I32, SHAPE_FIELD(num_kv_heads), 1, 1, "KV heads"},
     {"--head-dim", "D", T_I32, SHAPE_FIELD(head_dim), 1, 1,
-     "head dimension (the fast path needs 256)"},
+     "head dimension: 64, 128 or 256"},
     {"--block-size", "BS", T_I32, SHAPE_FIELD(block_size), 1, 1,
      "tokens per cache block"},
     {"--max-blocks-per-seq", "N", T_I32, SHAPE_FIELD(max_blocks_per_seq), 1, 1,
@@ -189,16 +189,33 @@ static const shape_flag shape_flags[] = {
      "query stride between heads, elements (default D)"},
     {"--dtype", "bf16|fp16", T_DTYPE, SHAPE_FIELD(q_dtype), 0, 0,
      "query and output dtype (default bf16)"},
-    {"--target", "T", T_TARGET, offsetof(cli_shape, target), 0, 0,
+    {"--target", "T", T_TEXT, offsetof(cli_shape, target), 0, 0,
      "gfx950 (default), gfx942, gfx90a, sm_90, sm_90a, ... with "
      ":sramecc+/-, :xnack+/-; or a GPU: mi355x, mi300x, mi325x, mi250x, "
      "h100, h200"},
+    {"--variant", "V", T_TEXT, offsetof(cli_shape, variant), 0, 0,
+     "decode layer: auto (the best the target has for the shape), "
+     "portable, matrix, warpgroup or gfx950-emu; the best at or below it "
+     "that serves the shape is used (default: UQJIT_VARIANT, else auto)"},
 };
 #define SHAPE_FLAG_COUNT (sizeof shape_flags / sizeof shape_flags[0])
 
 void cli_shape_init(cli_shape *s) {
   memset(s, 0, sizeof *s);
   uq_shape_init(&s->shape);
+}
+
+/* 1 when the library knows the layer name: it plans a shape every layer
+ * table serves with it (only an unknown name is an error there). */
+static int variant_known(const char *variant) {
+  uq_shape probe;
+  uq_shape_init(&probe);
+  probe.batch = probe.num_q_heads = probe.num_kv_heads = 1;
+  probe.head_dim = 64;
+  probe.block_size = 16;
+  probe.max_blocks_per_seq = 1;
+  uq_plan plan;
+  return uq_plan_make_variant(&probe, "sm_80", variant, &plan) == 0;
 }
 
 static int set_flag(const char *cmd, const shape_flag *f, cli_shape *s,
@@ -240,9 +257,13 @@ static int set_flag(const char *cmd, const shape_flag *f, cli_shape *s,
     memcpy(base, &v, sizeof v);
     return 0;
   }
-  case T_TARGET:
+  case T_TEXT:
     if (value[0] == '\0') {
-      cli_usage_error(cmd, "%s: empty target", f->name);
+      cli_usage_error(cmd, "%s: empty %s", f->name, f->name + 2);
+      return -1;
+    }
+    if (f->offset == offsetof(cli_shape, variant) && !variant_known(value)) {
+      cli_usage_error(cmd, "%s: %s", f->name, uq_last_error());
       return -1;
     }
     memcpy(base, &value, sizeof value);

@@ -87,11 +87,12 @@ int cli_parse_float(const char *cmd, const char *flag, const char *text,
  *     ... the command's own flags ...
  *   }
  *   if (cli_shape_finish(cmd, &sh) != 0) return CLI_EXIT_USAGE;
- *   uq_plan_make(&sh.shape, sh.target, &plan);
+ *   uq_plan_make_variant(&sh.shape, sh.target, sh.variant, &plan);
  */
 typedef struct cli_shape {
   uq_shape shape;     /* uq_shape_init() defaults plus the flags given */
   const char *target; /* --target, or NULL (the library's default) */
+  const char *variant; /* --variant, or NULL (UQJIT_VARIANT, else the best) */
   unsigned seen;      /* one bit per flag of the table in cli.c */
 } cli_shape;
 

@@ -73,6 +73,9 @@ static void bench_usage(FILE *out) {
           "  --no-overhead              skip the host overhead / disk hit "
           "section\n"
           "  --cache-dir D              code-object cache directory\n"
+          "  --variant V                decode layer: auto, portable, matrix,\n"
+          "                             warpgroup or gfx950-emu (default:\n"
+          "                             UQJIT_VARIANT, else auto)\n"
           "  --seed N                   random seed (default 1)\n"
           "  --json                     one JSON object: device, copy_gbps, "
           "rows, overhead\n"
@@ -220,7 +223,7 @@ static int measure_overhead(uq_context *ctx, void *stream,
   uq_context *ctx2 = NULL;
   enum { N = 400, WARM = 20 };
   double host[N];
-  int rc = uq_plan_make(&s, uq_context_target(ctx), &plan);
+  int rc = uq_context_plan(ctx, &s, &plan);
   if (rc == 0 && !plan.eligible) {
     snprintf(ov->note, sizeof ov->note, "not eligible: %s", plan.reason);
     return 0;
@@ -255,6 +258,7 @@ static int measure_overhead(uq_context *ctx, void *stream,
   uq_context_options_init(&opts);
   opts.device = 0;
   opts.cache_dir = cache_dir;
+  opts.variant = o->variant;
   if ((rc = uq_context_create(&opts, &ctx2)) != 0)
     goto done;
   double t0 = cli_now();
@@ -283,6 +287,7 @@ typedef struct bench_args {
   int32_t block_size;
   int json, do_overhead;
   const char *cache_dir;
+  const char *variant; /* --variant, or NULL (UQJIT_VARIANT) */
   cli_bench_opts o;
 } bench_args;
 
@@ -356,6 +361,10 @@ static int parse_bench(bench_args *a, int argc, char **argv) {
       if (r < 0)
         return CLI_EXIT_USAGE;
       a->cache_dir = v;
+    } else if (OPT("--variant")) {
+      if (r < 0)
+        return CLI_EXIT_USAGE;
+      a->variant = v;
     } else if ((r = cli_other_arg(CMD, argv[i], flags, bench_usage)) !=
                CLI_NEXT) {
       return r;
@@ -371,6 +380,7 @@ static int parse_bench(bench_args *a, int argc, char **argv) {
       .max_mem = (uint64_t)((double)max_mem_gb * (double)(1ull << 30)),
       .check_seqs = check,
       .seed = (uint64_t)seed,
+      .variant = a->variant,
   };
   a->o = o;
   return CLI_NEXT;
@@ -405,6 +415,7 @@ static int bench_open(bench_run *br) {
   uq_context_options_init(&copts);
   copts.device = 0;
   copts.cache_dir = a->cache_dir;
+  copts.variant = a->variant;
   if ((rc = uq_context_create(&copts, &br->ctx)) != 0)
     return cli_fail(CMD, rc, "cannot create a context on device 0");
   if ((rc = uq_stream_create(br->ctx, &br->stream)) != 0)
@@ -433,7 +444,7 @@ static void plan_row(bench_run *br, row *w, size_t *nkeys) {
   uq_shape s;
   make_shape(&s, w->batch, w->seq, w->hk, w->qg, br->a->block_size);
   uq_plan plan;
-  int rc = uq_plan_make(&s, br->target, &plan);
+  int rc = uq_context_plan(br->ctx, &s, &plan);
   if (rc != 0 || !plan.eligible) {
     w->r.skipped = 1;
     snprintf(w->r.note, sizeof w->r.note, "%s",
@@ -535,7 +546,7 @@ static int run_row(bench_run *br, row *w) {
   uq_shape s;
   make_shape(&s, w->batch, w->seq, w->hk, w->qg, a->block_size);
   uq_plan plan;
-  uq_plan_make(&s, br->target, &plan);
+  uq_context_plan(br->ctx, &s, &plan);
   int use_graph = size_row(a, w, &s, &plan);
   int ok = 1;
   cli_bench_shape b;

@@ -114,16 +114,18 @@ static int verify(const uq_shape *s, const uint16_t *out, const double *ref) {
   return ok;
 }
 
-/* Offline compile for the first target whose compiler exists. */
+/* Offline compile for the first target whose compiler exists, with the
+ * decode layer `variant` names (NULL: UQJIT_VARIANT). */
 static void offline_compile(const tk_problem *p, const char *want,
-                            const char *cache_dir) {
+                            const char *variant, const char *cache_dir) {
   static const char *const defaults[] = {"gfx950", "sm_90"};
   const char *const *targets = want ? &want : defaults;
   size_t nt = want ? 1 : 2;
   printf("== JIT and cache (offline: no GPU is used)\n");
   for (size_t t = 0; t < nt; t++) {
     uq_plan plan;
-    if (uq_plan_make(&p->shape, targets[t], &plan) != 0 || !plan.eligible) {
+    if (uq_plan_make_variant(&p->shape, targets[t], variant, &plan) != 0 ||
+        !plan.eligible) {
       printf("  %s: not planned (%s)\n", targets[t],
              plan.eligible ? uq_last_error() : plan.reason);
       continue;
@@ -170,8 +172,8 @@ static void offline_compile(const tk_problem *p, const char *want,
 }
 
 static int run_cpu(const tk_problem *p, const char *target,
-                   const char *cache_dir) {
-  offline_compile(p, target, cache_dir);
+                   const char *variant, const char *cache_dir) {
+  offline_compile(p, target, variant, cache_dir);
   const uq_shape *s = &p->shape;
   size_t n = (size_t)s->batch * s->num_q_heads * s->head_dim;
   uint16_t *out = calloc(n, sizeof *out);
@@ -229,11 +231,12 @@ static void gpu_free(gpu_run *g) {
 }
 
 /* Context on device 0 and the plan for it, both printed. */
-static int gpu_open(gpu_run *g, const char *cache_dir) {
+static int gpu_open(gpu_run *g, const char *variant, const char *cache_dir) {
   uq_context_options o;
   uq_context_options_init(&o);
   o.device = 0;
   o.cache_dir = cache_dir;
+  o.variant = variant;
   double t0 = cli_now();
   g->what = "cannot create a context on device 0";
   int rc = uq_context_create(&o, &g->ctx);
@@ -243,7 +246,7 @@ static int gpu_open(gpu_run *g, const char *cache_dir) {
   if (uq_device_name(g->ctx, dev_name, sizeof dev_name) != 0)
     snprintf(dev_name, sizeof dev_name, "?");
   g->what = "cannot plan the shape for the device";
-  rc = uq_plan_make(&g->p->shape, uq_context_target(g->ctx), &g->plan);
+  rc = uq_context_plan(g->ctx, &g->p->shape, &g->plan);
   if (rc != 0)
     return rc;
   printf("== GPU: %s (%s), context in %.1f ms\n", dev_name,
@@ -401,7 +404,8 @@ static int gpu_verify(gpu_run *g, int *ok) {
   return rc;
 }
 
-static int run_gpu(const tk_problem *p, const char *cache_dir) {
+static int run_gpu(const tk_problem *p, const char *variant,
+                   const char *cache_dir) {
   const uq_shape *s = &p->shape;
   gpu_run g;
   memset(&g, 0, sizeof g);
@@ -410,7 +414,7 @@ static int run_gpu(const tk_problem *p, const char *cache_dir) {
   g.rows = (size_t)p->num_tokens * s->num_kv_heads * s->head_dim;
   int code = CLI_EXIT_FAILURE, ok = 0;
   size_t diff = 0;
-  int rc = gpu_open(&g, cache_dir);
+  int rc = gpu_open(&g, variant, cache_dir);
   if (rc == 0 && !g.plan.eligible) {
     fprintf(stderr, "uqjit demo: not eligible on %s: %s\n",
             uq_context_target(g.ctx), g.plan.reason);
@@ -540,7 +544,7 @@ int cli_cmd_demo(int argc, char **argv) {
   if (!d.cpu && uq_device_count(&devices) != 0)
     devices = 0;
   uq_plan plan;
-  int rc = uq_plan_make(s, d.in.target, &plan);
+  int rc = uq_plan_make_variant(s, d.in.target, d.in.variant, &plan);
   if (rc != 0)
     return cli_fail(CMD, rc, "cannot plan this shape");
   printf("uqjit %s demo: %s\n", uq_version_string(),
@@ -559,14 +563,14 @@ int cli_cmd_demo(int argc, char **argv) {
   }
   if (devices > 0 && !d.cpu) {
     if (plan.eligible) {
-      code = run_gpu(&p, d.cache_dir);
+      code = run_gpu(&p, d.in.variant, d.cache_dir);
     } else {
       fprintf(stderr, "uqjit demo: the shape is not eligible: %s\n",
               plan.reason);
       code = CLI_EXIT_FAILURE;
     }
   } else {
-    code = run_cpu(&p, d.in.target, d.cache_dir);
+    code = run_cpu(&p, d.in.target, d.in.variant, d.cache_dir);
   }
   tk_problem_free(&p);
   return code;

@@ -461,7 +461,8 @@ static int keys_from_names(const dump_options *o, uq_key *keys,
 static int keys_from_plan(const dump_options *o, uq_key *keys,
                           size_t *nkeys) {
   uq_plan plan;
-  int rc = uq_plan_make(&o->in.shape, o->target, &plan);
+  int rc = uq_plan_make_variant(&o->in.shape, o->target, o->in.variant,
+                                &plan);
   if (rc != 0)
     return cli_fail(CMD, rc, "cannot plan this shape");
   if (!plan.eligible) {

@@ -1,4 +1,5 @@
-/* uqjit plan: what uq_plan_make decides for a shape, as text or JSON. */
+/* uqjit plan: what uq_plan_make_variant decides for a shape, as text or
+ * JSON. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -205,7 +206,8 @@ static int plan_parse(int argc, char **argv, plan_options *o) {
 
 /* The plan of o's shape, and the view the printers read. */
 static int plan_run(const plan_options *o, uq_plan *plan, view *v) {
-  int rc = uq_plan_make(&o->in.shape, o->in.target, plan);
+  int rc = uq_plan_make_variant(&o->in.shape, o->in.target, o->in.variant,
+                                plan);
   if (rc != 0)
     return cli_fail(CMD, rc, "cannot plan this shape");
   *v = (view){

@@ -332,7 +332,7 @@ static int collect_target_keys(const warm_options *o, size_t t, uq_key *keys,
     uq_shape s = o->in.shape;
     s.batch = (int32_t)o->batches[bi];
     uq_plan plan;
-    int rc = uq_plan_make(&s, o->targets[t], &plan);
+    int rc = uq_plan_make_variant(&s, o->targets[t], o->in.variant, &plan);
     if (rc != 0)
       return cli_fail(CMD, rc, "cannot plan this shape");
     if (!plan.eligible) {

@@ -248,22 +248,29 @@ int cli_hf_derive(const char *cmd, cli_hf_model *m, int32_t tp) {
   m->hq = m->num_attention_heads / tp;
   m->hk = m->num_key_value_heads >= tp ? m->num_key_value_heads / tp : 1;
   m->qg = m->hq / m->hk;
-  char hd[128];
-  head_dim_source(m, hd, sizeof hd);
-  if (m->head_dim != 256) {
+  /* What the layers serve is the library's to say: a plan of one rank's
+   * heads, on its default target, with any layer (the portable one is on
+   * every target). */
+  uq_shape probe;
+  uq_shape_init(&probe);
+  probe.batch = 1;
+  probe.num_q_heads = m->hq;
+  probe.num_kv_heads = m->hk;
+  probe.head_dim = m->head_dim;
+  probe.block_size = 16;
+  probe.max_blocks_per_seq = 1;
+  probe.q_dtype = m->dtype;
+  uq_plan plan;
+  int rc = uq_plan_make_variant(&probe, NULL, "auto", &plan);
+  if (rc != 0 || !plan.eligible) {
+    char hd[128];
+    head_dim_source(m, hd, sizeof hd);
     fprintf(stderr,
-            "uqjit %s: %s: %s: the UltraQuant fast path needs head_dim "
-            "256\n",
-            cmd, m->path, hd);
-    return CLI_EXIT_USAGE;
-  }
-  if (m->qg != 6 && m->qg != 8 && m->qg != 16) {
-    fprintf(stderr,
-            "uqjit %s: %s: num_attention_heads %d / num_key_value_heads %d "
-            "at --tp %d gives %d query heads per KV head on a rank (Hq %d, "
-            "Hk %d): the fast path needs 6, 8 or 16\n",
-            cmd, m->path, m->num_attention_heads, m->num_key_value_heads, tp,
-            m->qg, m->hq, m->hk);
+            "uqjit %s: %s: %s; num_attention_heads %d / num_key_value_heads "
+            "%d at --tp %d gives %d query heads per KV head on a rank (Hq "
+            "%d, Hk %d): %s\n",
+            cmd, m->path, hd, m->num_attention_heads, m->num_key_value_heads,
+            tp, m->qg, m->hq, m->hk, rc != 0 ? uq_last_error() : plan.reason);
     return CLI_EXIT_USAGE;
   }
   double denom = m->query_pre_attn_scalar > 0.0 ? m->query_pre_attn_scalar

@@ -42,9 +42,9 @@ int cli_hf_read(const char *cmd, const char *path, int dtype_override,
 /* Splits m across `tp` ranks as vLLM does: Hq = num_attention_heads / tp;
  * Hk = num_key_value_heads / tp, or 1 when tp > num_key_value_heads (vLLM
  * then replicates each KV head on tp / num_key_value_heads ranks); QG =
- * Hq / Hk. Then checks what the fast path needs (head_dim 256, QG 6, 8 or
- * 16). CLI_EXIT_OK, or CLI_EXIT_USAGE with a message on stderr naming the
- * config field and why. */
+ * Hq / Hk. Then asks the library whether a layer serves one rank's shape
+ * (head_dim, QG). CLI_EXIT_OK, or CLI_EXIT_USAGE with a message on stderr
+ * naming the config fields and the library's reason. */
 int cli_hf_derive(const char *cmd, cli_hf_model *m, int32_t tp);
 
 /* vLLM's default CUDA-graph capture sizes, [1, 2, 4] + list(range(8, 513,

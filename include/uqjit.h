@@ -180,7 +180,10 @@ typedef enum {
 #define UQ_TARGET_MAX 48
 
 /* The target layer inside the decode kernel. A key's name spells it as
- * v0 / v1 / v2 / v3; uq_plan_make says which one a plan gets. */
+ * v0 / v1 / v2 / v3; uq_plan_make_variant says which one a plan gets, and
+ * its variant argument, uq_context_options.variant, UQJIT_VARIANT and the
+ * command's --variant name one: "portable", "matrix", "warpgroup",
+ * "gfx950-emu", or "auto" for the best. */
 typedef enum {
   UQ_VARIANT_PORTABLE = 0,  /* scalar FMA: correct on any GPU */
   UQ_VARIANT_MATRIX = 1,    /* the target's matrix units: mma.sync on NVIDIA sm_90+,
@@ -188,7 +191,7 @@ typedef enum {
   UQ_VARIANT_WARPGROUP = 2, /* Hopper warpgroup matrix layer (wgmma): NVIDIA sm_90a only */
   UQ_VARIANT_GFX950_EMU = 3 /* the gfx950 layer run on NVIDIA sm_90+ with every AMD
                                instruction emulated exactly: a test vehicle, only
-                               when UQJIT_VARIANT=gfx950-emu asks for it */
+                               when asked for by name ("gfx950-emu") */
 } uq_kernel_variant;
 
 /* A kernel specialization key: byte-reproducible (memset then fill), so it
@@ -251,25 +254,37 @@ typedef struct uq_plan {
 } uq_plan;
 
 /* Plans a decode of `shape` for `target` (e.g. "gfx950", "sm_90a"; NULL =
- * "gfx950"). The decode kernel's variant is the best layer the target has:
- * UQ_VARIANT_WARPGROUP on NVIDIA sm_90a (the arch-specific Hopper target a
- * compute capability 9.0 device reports), UQ_VARIANT_MATRIX on other NVIDIA
- * sm_90 and newer targets (plain sm_90, sm_100a, ...) and on gfx950 (the
- * MI355X layer), UQ_VARIANT_PORTABLE on every other target.
- * UQJIT_VARIANT (read at every call) asks for another: "portable" always
- * gets UQ_VARIANT_PORTABLE, "matrix" gets UQ_VARIANT_MATRIX where the
- * target has that layer, "warpgroup" is the sm_90a default spelled out,
- * "gfx950-emu" gets UQ_VARIANT_GFX950_EMU on NVIDIA sm_90 and newer (never
- * chosen otherwise); a layer the target lacks is never chosen. The
- * reduce and prologue keys carry the decode key's variant (so the layers'
- * kernels stay apart in one cache) but behave the same for every variant.
- * An ineligible shape is not an error: returns 0 with plan->eligible = 0
- * and the reason. UQ_EINVAL /
- * UQ_EOVERFLOW for malformed shapes (non-positive sizes, Hq % Hk != 0,
- * a bad padded_slot, dtype or scale, overflowing sizes) or an unknown
- * target. */
+ * "gfx950") with the layer UQJIT_VARIANT asks for (read at every call):
+ * uq_plan_make_variant(shape, target, NULL, plan). */
 UQ_EXTERN int uq_plan_make(const uq_shape *shape, const char *target,
                            uq_plan *plan);
+
+/* Plans a decode of `shape` for `target` with the layer `variant` asks for.
+ * The decode kernel's variant is the best layer the target has that serves
+ * the shape's head_dim and query group size (docs/FORMAT.md lists what
+ * each layer serves): UQ_VARIANT_WARPGROUP on NVIDIA sm_90a (the
+ * arch-specific Hopper target a compute capability 9.0 device reports),
+ * UQ_VARIANT_MATRIX on other NVIDIA sm_90 and newer targets (plain sm_90,
+ * sm_100a, ...) and on gfx950 (the MI355X layer), for head_dim 256 and
+ * query groups of 6, 8 or 16; UQ_VARIANT_PORTABLE for every other shape
+ * it serves (head_dim 64, 128 or 256, query groups of 1 to 16) and on
+ * every other target.
+ * `variant` NULL takes UQJIT_VARIANT (an invalid value is warned about
+ * once and ignored); "auto" asks for the best layer; a layer name asks for
+ * the highest layer at or below it that the target has and that serves
+ * the shape: "portable" always gets UQ_VARIANT_PORTABLE, "matrix" gets
+ * UQ_VARIANT_MATRIX where the target has that layer, "warpgroup" is the
+ * sm_90a default spelled out, "gfx950-emu" gets UQ_VARIANT_GFX950_EMU on
+ * NVIDIA sm_90 and newer (never chosen otherwise). The reduce and
+ * prologue keys carry the decode key's variant (so the layers' kernels
+ * stay apart in one cache) but behave the same for every variant.
+ * A shape no layer serves is not an error: returns 0 with plan->eligible
+ * = 0 and the reason. UQ_EINVAL / UQ_EOVERFLOW for malformed shapes
+ * (non-positive sizes, Hq % Hk != 0, a bad padded_slot, dtype or scale,
+ * overflowing sizes, query strides that do not address two sequences with
+ * 64-bit byte offsets), an unknown target or an unknown variant name. */
+UQ_EXTERN int uq_plan_make_variant(const uq_shape *shape, const char *target,
+                                   const char *variant, uq_plan *plan);
 
 /* Key of the store kernel for rows of `dtype`. */
 UQ_EXTERN int uq_store_key(int head_dim, int num_kv_heads, int padded_slot,
@@ -326,22 +341,33 @@ UQ_EXTERN int uq_reference_store(const uq_store_args *args);
 
 typedef struct uq_context uq_context;
 
+/* ABI: the library reads every field, and fields are only added at the
+ * end (`variant` is the newest), so a program compiled against a uqjit.h
+ * without a field passes a smaller struct and must be recompiled before it
+ * runs with a library that has it. Source that fills the struct with
+ * uq_context_options_init, then sets fields, needs no change. */
 typedef struct uq_context_options {
   const char *target;    /* NULL: the device's target; required when device < 0 */
   int device;            /* GPU ordinal; -1: no device (generate and compile only) */
   const char *cache_dir; /* writable cache directory; NULL: UQJIT_CACHE_DIR, XDG, ~/.cache */
   int use_disk_cache;    /* 1 (default): read and write the on-disk cache */
+  const char *variant;   /* the decode layer, as uq_plan_make_variant takes it;
+                          * NULL: UQJIT_VARIANT, read once, when the context
+                          * is created */
 } uq_context_options;
 
 /* Defaults: device 0, its own target, the default cache directory, disk
- * cache on. NULL is ignored. */
+ * cache on, the layer UQJIT_VARIANT asks for. NULL is ignored. */
 UQ_EXTERN void uq_context_options_init(uq_context_options *opts);
 /* Creates a context (opts NULL = defaults with device 0). With a target
  * nothing is loaded until first use (a target the device cannot run is
  * refused then, UQ_EINVAL); without one the device is opened now to read
- * its target. An unusable cache directory is not an error: the context
- * degrades to fewer cache layers and warns once. The caller destroys it.
- * UQ_EINVAL (device < -1, no target for device -1, unknown target),
+ * its target. The layer its plans use is fixed now: opts->variant, or
+ * UQJIT_VARIANT as it is set now (uq_decode reads no environment). An
+ * unusable cache directory is not an error: the context degrades to fewer
+ * cache layers and warns once. The caller destroys it.
+ * UQ_EINVAL (device < -1, no target for device -1, unknown target or
+ * variant name),
  * UQ_ENODEV / UQ_EDEVICE (no runtime or device), UQ_ENOMEM. One context
  * may serve many threads. */
 UQ_EXTERN int uq_context_create(const uq_context_options *opts,
@@ -352,6 +378,12 @@ UQ_EXTERN int uq_context_create(const uq_context_options *opts,
 UQ_EXTERN void uq_context_destroy(uq_context *ctx);
 /* The context's canonical target string (owned by the context). */
 UQ_EXTERN const char *uq_context_target(const uq_context *ctx);
+/* The plan uq_decode makes for `shape` on this context: its target and
+ * the layer fixed when it was created (uq_plan_make_variant's rules).
+ * Size the workspace with its workspace_bytes. Reads no environment
+ * variable. Errors as uq_plan_make_variant's; UQ_EINVAL for NULL. */
+UQ_EXTERN int uq_context_plan(const uq_context *ctx, const uq_shape *shape,
+                              uq_plan *plan);
 
 /* Generated source of a key (NUL-terminated; caller frees with uq_free). */
 UQ_EXTERN int uq_kernel_source(const uq_key *key, char **src, size_t *len);
@@ -502,7 +534,9 @@ UQ_EXTERN int uq_cache_default_dir(char **dir);
 /* Runs the query prologue (when not fused), the decode and the reduce,
  * asynchronously on `stream`; the caller owns every buffer and keeps them
  * alive until the stream has run. workspace: at least plan.workspace_bytes,
- * 256-byte aligned. Validates every argument host-side first and launches
+ * 256-byte aligned (uq_context_plan's plan says how much). The layer is the
+ * context's; no environment variable is read. Validates every argument
+ * host-side first and launches
  * nothing on bad input: UQ_EINVAL (NULL pointers, too small a workspace,
  * num_blocks <= 0), UQ_EALIGN (query, out, kv_cache and fused query rows
  * 16 bytes; block_table, seq_lens 4; workspace 256), UQ_EOVERFLOW,

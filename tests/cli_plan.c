@@ -126,7 +126,7 @@ static void plan_text_summarises_the_plan(void **state) {
 static void plan_ineligible_shape_exits_zero_with_reason(void **state) {
   (void)state;
   result r = RUN("plan", "--batch", "4", "--q-heads", "8", "--kv-heads", "1",
-                 "--head-dim", "128", "--block-size", "32",
+                 "--head-dim", "96", "--block-size", "32",
                  "--max-blocks-per-seq", "64", "--json");
   assert_int_equal(r.code, 0);
   assert_json(r.out);
@@ -174,6 +174,46 @@ static void plan_malformed_flags_exit_two(void **state) {
   expect_usage_error(RUN("plan", SHAPE_4x8x1, "--q-stride-seq", "-5"),
                      "negative stride");
   expect_usage_error(RUN("plan", SHAPE_4x8x1, "--target", ""), "empty target");
+}
+
+/* --variant names the layer (over UQJIT_VARIANT), "auto" the best; a
+ * name the library does not know is misuse; --key names its own. A head
+ * dim or query group only the portable layer serves gets it, asked or
+ * not. */
+static void plan_variant_names_the_layer(void **state) {
+  (void)state;
+  setenv("UQJIT_VARIANT", "portable", 1);
+  static const char *const asks[][2] = {{"matrix", "_v1_"},
+                                        {"auto", "_v2_"},
+                                        {"portable", "_v0_"},
+                                        {"gfx950-emu", "_v3_"}};
+  for (size_t i = 0; i < sizeof asks / sizeof *asks; i++) {
+    result r = RUN("plan", SHAPE_4x8x1, "--target", "sm_90a", "--variant",
+                   asks[i][0], "--json");
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(json_field(r.out, "kernels"), asks[i][1]));
+    result_free(&r);
+  }
+  unsetenv("UQJIT_VARIANT");
+  result r = RUN("plan", "--batch", "4", "--q-heads", "20", "--kv-heads",
+                 "4", "--head-dim", "128", "--block-size", "32",
+                 "--max-blocks-per-seq", "64", "--target", "sm_90a",
+                 "--variant", "warpgroup", "--json");
+  assert_int_equal(r.code, 0);
+  assert_int_equal(json_bool(r.out, "eligible"), 1);
+  assert_int_equal(json_int(r.out, "query_group_size"), 5);
+  assert_true(!strncmp(json_field(r.out, "reduce_grid"), "[4, 20, 2]", 10));
+  assert_non_null(strstr(json_field(r.out, "kernels"),
+                         "uq_decode_sm_90a_bf16_v0_d128_hk4_"));
+  result_free(&r);
+  expect_usage_error(RUN("plan", SHAPE_4x8x1, "--variant", "fast"),
+                     "unknown variant 'fast'");
+  expect_usage_error(RUN("plan", SHAPE_4x8x1, "--variant", ""),
+                     "empty variant");
+  expect_usage_error(RUN("dump", "--key",
+                         "uq_reduce_gfx950_bf16_v0_d256_hk1_p16_qg8",
+                         "--variant", "portable"),
+                     "--key replaces the shape options");
 }
 
 static void plan_refused_shape_exits_one(void **state) {
@@ -278,6 +318,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(plan_text_summarises_the_plan),
       cmocka_unit_test(plan_ineligible_shape_exits_zero_with_reason),
       cmocka_unit_test(plan_malformed_flags_exit_two),
+      cmocka_unit_test(plan_variant_names_the_layer),
       cmocka_unit_test(plan_refused_shape_exits_one),
       cmocka_unit_test(plan_overflowing_stride_exits_one_and_help_extra_is_misuse),
       cmocka_unit_test(help_goes_to_stdout_and_exits_zero),

@@ -184,6 +184,22 @@ static void dump_kind_and_key_select_one_kernel(void **s) {
   assert_int_equal(r.code, 1);
   assert_non_null(strstr(r.err, "invalid argument"));
   result_free(&r);
+
+  /* A key no plan makes: `plan` refuses its query stride, so does --key. */
+  r = RUN("dump", "--key",
+          "uq_decode_sm_90a_bf16_v2_d256_hk2_p16_mb64_s0.06250000_qg8_bs16_"
+          "ps272_fq1_t1_sq9223372036854775807_sh256");
+  assert_int_equal(r.code, 1);
+  assert_string_equal(r.out, "");
+  assert_non_null(strstr(r.err, "query strides"));
+  result_free(&r);
+  r = RUN("plan", "--batch", "1", "--q-heads", "16", "--kv-heads", "2",
+          "--head-dim", "256", "--block-size", "16", "--max-blocks-per-seq",
+          "64", "--target", "sm_90a", "--q-stride-seq",
+          "9223372036854775807");
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.err, "query strides"));
+  result_free(&r);
 }
 
 static void cache_admin_on_empty_directory(void **s) {

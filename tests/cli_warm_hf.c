@@ -72,9 +72,10 @@ static void set_free(name_set *s) {
 /* Every plan's kernels for each batch size plus the bf16 store key: what
  * uq_decode and uq_store ask for with this shape on this target. Scale is
  * left at the library's default 1/sqrt(D). */
-static void expected_keys(name_set *s, const char *target, int32_t hq,
-                          int32_t hk, int32_t block, int32_t max_len,
-                          const int32_t *batches, size_t nb) {
+static void expected_keys_d(name_set *s, const char *target, int32_t hq,
+                            int32_t hk, int32_t d, int32_t block,
+                            int32_t max_len, const int32_t *batches,
+                            size_t nb) {
   int32_t padded = 0;
   for (size_t b = 0; b < nb; b++) {
     uq_shape sh;
@@ -82,7 +83,7 @@ static void expected_keys(name_set *s, const char *target, int32_t hq,
     sh.batch = batches[b];
     sh.num_q_heads = hq;
     sh.num_kv_heads = hk;
-    sh.head_dim = 256;
+    sh.head_dim = d;
     sh.block_size = block;
     sh.max_blocks_per_seq = (max_len + block - 1) / block;
     uq_plan plan;
@@ -93,10 +94,16 @@ static void expected_keys(name_set *s, const char *target, int32_t hq,
     padded = plan.padded_slot;
   }
   uq_key sk;
-  assert_int_equal(uq_store_key(256, hk, padded, UQ_DTYPE_BF16, target, &sk),
+  assert_int_equal(uq_store_key(d, hk, padded, UQ_DTYPE_BF16, target, &sk),
                    0);
   set_add_key(s, &sk);
   qsort(s->v, s->n, sizeof s->v[0], cmp_str);
+}
+
+static void expected_keys(name_set *s, const char *target, int32_t hq,
+                          int32_t hk, int32_t block, int32_t max_len,
+                          const int32_t *batches, size_t nb) {
+  expected_keys_d(s, target, hq, hk, 256, block, max_len, batches, nb);
 }
 
 /* Lines of text (skipping '#' comments) into s, in order. */
@@ -220,6 +227,51 @@ static void dry_run_json_reports_model_and_vllm_batch_sizes(void **s) {
   result_free(&r);
 }
 
+/* Models the portable layer serves (head_dim 128 from hidden_size, GQA 4,
+ * MHA) warm that layer's kernels on every target, with the library's
+ * plans; --variant portable asks for it where a faster one exists. */
+static void other_head_dims_and_groups_warm_the_portable_layer(void **s) {
+  (void)s;
+  static const int32_t sizes4[] = {1, 2, 4};
+  static const struct {
+    const char *file;
+    int32_t hq, hk, d;
+  } cases[] = {
+      {"head-dim-128.json", 32, 4, 128},
+      {"gqa4.json", 16, 4, 256},
+      {"mha.json", 16, 16, 256},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    result r = RUN("warm", "--hf-config", cfg(cases[i].file), "--block-size",
+                   "16", "--max-model-len", "1024", "--max-num-seqs", "4",
+                   "--target", "sm_90a,gfx950", "--dry-run");
+    expect_ok(&r, cases[i].file);
+    name_set want = {0}, got = {0};
+    expected_keys_d(&want, "gfx950", cases[i].hq, cases[i].hk, cases[i].d,
+                    16, 1024, sizes4, 3);
+    expected_keys_d(&want, "sm_90a", cases[i].hq, cases[i].hk, cases[i].d,
+                    16, 1024, sizes4, 3);
+    qsort(want.v, want.n, sizeof want.v[0], cmp_str);
+    lines_of(r.out, &got);
+    assert_same_sets(&got, &want, cases[i].file);
+    for (size_t k = 0; k < got.n; k++)
+      if (strncmp(got.v[k], "uq_store_", 9) != 0 &&
+          strstr(got.v[k], "_v0_") == NULL)
+        fail_msg("%s: %s is not the portable layer's", cases[i].file,
+                 got.v[k]);
+    set_free(&want);
+    set_free(&got);
+    result_free(&r);
+  }
+  result r = RUN("warm", LLAMA, "--block-size", "16", "--max-model-len",
+                 "1024", "--max-num-seqs", "4", "--target", "sm_90a",
+                 "--variant", "portable", "--dry-run");
+  expect_ok(&r, "--variant portable");
+  assert_non_null(strstr(r.out, "uq_decode_sm_90a_bf16_v0_d256"));
+  assert_null(strstr(r.out, "_v2_"));
+  result_free(&r);
+}
+
 /* tp splits as vLLM does: KV heads divided while there are enough, else
  * replicated (one per rank), query heads always divided. */
 static void tp_splits_heads_like_vllm(void **s) {
@@ -300,19 +352,17 @@ static void ineligible_or_malformed_configs_name_the_field(void **s) {
   (void)s;
   expect_refusal(cfg("missing-heads.json"), "1",
                  WORDS("missing-heads.json", "'num_attention_heads'"));
-  expect_refusal(cfg("head-dim-128.json"), "1",
-                 WORDS("head-dim-128.json", "head_dim 128",
-                       "hidden_size 4096 / num_attention_heads 32",
-                       "needs head_dim 256"));
-  expect_refusal(cfg("gqa4.json"), "1",
-                 WORDS("gqa4.json", "num_key_value_heads 4", "gives 4",
-                       "6, 8 or 16"));
-  expect_refusal(cfg("mha.json"), "1",
-                 WORDS("num_key_value_heads 16", "gives 1"));
+  expect_refusal(cfg("head-dim-96.json"), "1",
+                 WORDS("head-dim-96.json", "head_dim 96",
+                       "hidden_size 3072 / num_attention_heads 32",
+                       "head_dim 96 is not served (head_dim 64, 128 or "
+                       "256)"));
+  expect_refusal(cfg("mqa32-head-dim-128.json"), "1",
+                 WORDS("mqa32-head-dim-128.json", "num_key_value_heads 1",
+                       "gives 32", "query group size",
+                       "not served at head_dim 128 (1 to 16)"));
   expect_refusal(cfg("heads64-kv8.json"), "3",
                  WORDS("num_attention_heads 64 is not divisible by --tp 3"));
-  expect_refusal(cfg("heads64-kv8.json"), "16",
-                 WORDS("gives 4")); /* Hq 4, Hk 1 */
   expect_refusal(cfg("bad-json.json"), "1",
                  WORDS("bad-json.json", "not a JSON object"));
   expect_refusal(cfg("heads-string.json"), "1",
@@ -510,6 +560,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(dry_run_and_manifest_list_exactly_the_planned_keys),
       cmocka_unit_test(dry_run_json_reports_model_and_vllm_batch_sizes),
       cmocka_unit_test(tp_splits_heads_like_vllm),
+      cmocka_unit_test(other_head_dims_and_groups_warm_the_portable_layer),
       cmocka_unit_test(text_config_dtype_and_attention_scalar_are_read),
       cmocka_unit_test(ineligible_or_malformed_configs_name_the_field),
       cmocka_unit_test(hf_misuse_exits_two),

@@ -13,6 +13,8 @@
 #include <math.h>
 
 static const decode_backend *be;
+/* The variant the tests run with now (NULL: the default). */
+static const char *current_variant;
 
 static const char *layout_name(q_layout l) {
   return l == Q_CONTIGUOUS ? "contiguous" : l == Q_QKV_SLICE ? "qkv-slice"
@@ -40,7 +42,7 @@ static double run_case(const decode_case *c) {
   assert_int_equal(be->fetch(&p, raw, got), 0);
   assert_int_equal(problem_reference(&p, ref), 0);
 
-  const size_t per_seq = (size_t)p.shape.num_q_heads * 256;
+  const size_t per_seq = (size_t)p.shape.num_q_heads * p.shape.head_dim;
   double worst = 0;
   int worst_b = -1;
   for (int b = 0; b < c->batch; b++) {
@@ -55,13 +57,14 @@ static double run_case(const decode_case *c) {
       worst_b = b;
     }
   }
-  printf("qg %2d hk %d bs %3d B %2d splits %4d %s %-10s maxlen %5d ps %3d: "
-         "worst rel L2 %.2e (seq %d, len %d)\n",
-         c->qg, c->hk, c->block_size, c->batch, c->max_kv_splits,
-         c->dtype == UQ_DTYPE_FP16 ? "fp16" : "bf16", layout_name(c->layout),
-         p.shape.max_blocks_per_seq * c->block_size,
-         p.shape.padded_slot ? (int)p.shape.padded_slot : (int)uq_slot_size(256), worst, worst_b,
-         worst_b >= 0 ? c->seq_lens[worst_b] : 0);
+  printf("d %3d qg %2d hk %d bs %3d B %2d splits %4d %s %-10s maxlen %5d "
+         "ps %3d: worst rel L2 %.2e (seq %d, len %d)\n",
+         (int)p.shape.head_dim, c->qg, c->hk, c->block_size, c->batch,
+         c->max_kv_splits, c->dtype == UQ_DTYPE_FP16 ? "fp16" : "bf16",
+         layout_name(c->layout), p.shape.max_blocks_per_seq * c->block_size,
+         p.shape.padded_slot ? (int)p.shape.padded_slot
+                             : (int)uq_slot_size(p.shape.head_dim),
+         worst, worst_b, worst_b >= 0 ? c->seq_lens[worst_b] : 0);
   free(ref);
   free(got);
   free(raw);
@@ -206,47 +209,120 @@ static void decode_follows_rising_scores(void **st) {
   }
 }
 
-/* Stale slots past seq_len, unused blocks (scale bytes up to 255, random
- * codes) and garbage block-table entries past the used blocks give output
- * bitwise equal to a run on clean data. */
+/* Output of case c bitwise equal with and without stale bytes: slots past
+ * seq_len, unused blocks (scale bytes up to 255, random codes) and
+ * garbage block-table entries past the used blocks. */
+static void expect_stale_bytes_ignored(decode_case c) {
+  uint16_t *out[2] = {NULL, NULL};
+  size_t n = 0;
+  for (int garbage = 0; garbage < 2; garbage++) {
+    c.garbage = garbage;
+    decode_problem p;
+    assert_int_equal(be->make(&c, &p), 0);
+    assert_int_equal(be->poison(&p), 0);
+    int rc = be->decode(&p);
+    if (rc != 0)
+      fprintf(stderr, "decode: %s\n", uq_last_error());
+    assert_int_equal(rc, 0);
+    n = p.out_elems;
+    out[garbage] = malloc(n * 2);
+    double *tmp = malloc(n * sizeof(double));
+    assert_int_equal(be->fetch(&p, out[garbage], tmp), 0);
+    for (size_t i = 0; i < n; i++)
+      assert_true(isfinite(tmp[i]));
+    free(tmp);
+    be->release(&p);
+  }
+  assert_memory_equal(out[0], out[1], n * 2);
+  free(out[0]);
+  free(out[1]);
+}
+
 static void decode_ignores_stale_slots_and_table_tail(void **st) {
   (void)st;
   static const int32_t lens[] = {1, 17, 255, 300, 4097};
   static const int bss[] = {16, 256};
   for (int k = 0; k < 2; k++) {
-    uint16_t *out[2] = {NULL, NULL};
-    size_t n = 0;
-    for (int garbage = 0; garbage < 2; garbage++) {
-      decode_case c;
-      memset(&c, 0, sizeof c);
-      c.qg = 16;
-      c.hk = 1;
-      c.block_size = bss[k];
-      c.batch = 5;
-      c.seq_lens = lens;
-      c.dtype = UQ_DTYPE_BF16;
-      c.layout = Q_CONTIGUOUS;
-      c.garbage = garbage;
-      c.seed = 4242;
-      decode_problem p;
-      assert_int_equal(be->make(&c, &p), 0);
-      assert_int_equal(be->poison(&p), 0);
-      int rc = be->decode(&p);
-      if (rc != 0)
-        fprintf(stderr, "decode: %s\n", uq_last_error());
-      assert_int_equal(rc, 0);
-      n = p.out_elems;
-      out[garbage] = malloc(n * 2);
-      double *tmp = malloc(n * sizeof(double));
-      assert_int_equal(be->fetch(&p, out[garbage], tmp), 0);
-      for (size_t i = 0; i < n; i++)
-        assert_true(isfinite(tmp[i]));
-      free(tmp);
-      be->release(&p);
-    }
-    assert_memory_equal(out[0], out[1], n * 2);
-    free(out[0]);
-    free(out[1]);
+    decode_case c;
+    memset(&c, 0, sizeof c);
+    c.qg = 16;
+    c.hk = 1;
+    c.block_size = bss[k];
+    c.batch = 5;
+    c.seq_lens = lens;
+    c.dtype = UQ_DTYPE_BF16;
+    c.layout = Q_CONTIGUOUS;
+    c.seed = 4242;
+    expect_stale_bytes_ignored(c);
+  }
+}
+
+/* Head dims 128 and 64, and query groups outside {6, 8, 16} (1, 2, 4, 5,
+ * 12; 4 and 5 at head_dim 256 too), which only the portable layer
+ * serves: each dtype and query layout, a long sequence per head dim,
+ * stale bytes that must not change the output. A compact set: each case
+ * is a kernel build on the CPU model. */
+static void decode_serves_other_head_dims_and_query_groups(void **st) {
+  (void)st;
+  if (current_variant == NULL || strcmp(current_variant, "portable") != 0)
+    skip(); /* the same portable kernels under every variant */
+  static const int32_t lens[] = {1, 257, 1000, 33};
+  static const struct {
+    int d, qg, hk, bs, batch;
+    uq_dtype dt;
+    q_layout layout;
+    int garbage, splits, long_seq;
+  } cases[] = {
+      {128, 1, 4, 16, 3, UQ_DTYPE_BF16, Q_CONTIGUOUS, 0, 0, 1},
+      {128, 2, 2, 64, 4, UQ_DTYPE_FP16, Q_QKV_SLICE, 1, 1, 0},
+      {128, 5, 1, 32, 2, UQ_DTYPE_BF16, Q_STRIDED, 0, 1024, 0},
+      {128, 12, 1, 128, 3, UQ_DTYPE_BF16, Q_CONTIGUOUS, 1, 0, 0},
+      {64, 4, 2, 16, 4, UQ_DTYPE_FP16, Q_CONTIGUOUS, 1, 0, 0},
+      {64, 12, 1, 256, 2, UQ_DTYPE_BF16, Q_STRIDED, 0, 0, 1},
+      {64, 1, 8, 32, 3, UQ_DTYPE_BF16, Q_QKV_SLICE, 0, 1, 0},
+      {256, 4, 2, 64, 3, UQ_DTYPE_BF16, Q_CONTIGUOUS, 1, 0, 0},
+      {256, 5, 1, 16, 2, UQ_DTYPE_FP16, Q_STRIDED, 0, 0, 0},
+  };
+  int32_t l[4];
+  double worst = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    decode_case c;
+    memset(&c, 0, sizeof c);
+    c.head_dim = cases[i].d;
+    c.qg = cases[i].qg;
+    c.hk = cases[i].hk;
+    c.block_size = cases[i].bs;
+    c.batch = cases[i].batch;
+    c.dtype = cases[i].dt;
+    c.layout = cases[i].layout;
+    c.garbage = cases[i].garbage;
+    c.max_kv_splits = cases[i].splits;
+    c.seed = 7000 + i;
+    memcpy(l, lens, sizeof l);
+    if (cases[i].long_seq)
+      l[1] = long_len;
+    c.seq_lens = l;
+    double e = run_case(&c);
+    if (e > worst)
+      worst = e;
+    assert_true(e < 1e-2);
+  }
+  printf("worst over the other shapes: %.3e\n", worst);
+  static const int32_t stale_lens[] = {1, 17, 300};
+  static const int dims[] = {128, 64};
+  for (int k = 0; k < 2; k++) {
+    decode_case c;
+    memset(&c, 0, sizeof c);
+    c.head_dim = dims[k];
+    c.qg = k ? 12 : 5;
+    c.hk = 1;
+    c.block_size = k ? 256 : 16;
+    c.batch = 3;
+    c.seq_lens = stale_lens;
+    c.dtype = UQ_DTYPE_BF16;
+    c.layout = Q_CONTIGUOUS;
+    c.seed = 4343 + (uint64_t)k;
+    expect_stale_bytes_ignored(c);
   }
 }
 
@@ -261,6 +337,7 @@ int decode_matrix_main(const decode_backend *backend,
       cmocka_unit_test(decode_follows_rising_scores),
       cmocka_unit_test(decode_reads_padded_slots),
       cmocka_unit_test(decode_matches_reference_across_gqa_and_block_sizes),
+      cmocka_unit_test(decode_serves_other_head_dims_and_query_groups),
   };
   const char *only = getenv("UQ_TEST_VARIANT");
   if (only != NULL) {
@@ -281,10 +358,13 @@ int decode_matrix_main(const decode_backend *backend,
     const char *name = variants[v] ? variants[v] : "default";
     if (only != NULL && strcmp(only, name) != 0)
       continue;
-    if (variants[v] != NULL)
-      setenv("UQJIT_VARIANT", variants[v], 1);
-    else
-      unsetenv("UQJIT_VARIANT");
+    current_variant = variants[v];
+    const char *layer = variants[v] ? variants[v] : "auto";
+    if (be->select(layer) != 0) {
+      fprintf(stderr, "variant %s: the backend cannot select it\n", name);
+      failed++;
+      continue;
+    }
     uq_shape probe;
     uq_shape_init(&probe);
     probe.batch = 1;
@@ -294,10 +374,10 @@ int decode_matrix_main(const decode_backend *backend,
     probe.block_size = 16;
     probe.max_blocks_per_seq = 16;
     uq_plan plan;
-    int layer = uq_plan_make(&probe, be->target, &plan) == 0
-                    ? (int)plan.kernels[0].variant
-                    : -1;
-    printf("== variant: %s (%s plans v%d)\n", name, be->target, layer);
+    int planned = uq_plan_make_variant(&probe, be->target, layer, &plan) == 0
+                      ? (int)plan.kernels[0].variant
+                      : -1;
+    printf("== variant: %s (%s plans v%d)\n", name, be->target, planned);
     int rc = cmocka_run_group_tests_name(name, tests, NULL, NULL);
     /* One stdout line per variant, for scripts/gpu-bench.sh to tell which
      * layer failed (cmocka splits its report over stdout and stderr). */
@@ -305,6 +385,5 @@ int decode_matrix_main(const decode_backend *backend,
     fflush(stdout);
     failed += rc;
   }
-  unsetenv("UQJIT_VARIANT");
   return failed;
 }

@@ -13,6 +13,9 @@
 typedef struct decode_backend {
   /* The target plans are made for (uq_plan_make's argument). */
   const char *target;
+  /* Makes the next problems run with the decode layer `variant` names
+   * ("auto" for the target's best; uq_plan_make_variant's argument). */
+  int (*select)(const char *variant);
   /* problem_make's contract: the host problem and wherever it runs. */
   int (*make)(const decode_case *c, decode_problem *p);
   /* 0xFF bytes over the output and the workspace. */
@@ -26,10 +29,12 @@ typedef struct decode_backend {
 } decode_backend;
 
 /* Runs the matrix once per variant (NULL: the target's default layer; else
- * a UQJIT_VARIANT value) on `be`. UQ_TEST_VARIANT=<name> ("default" for
- * NULL) runs one of them; UQ_TEST_LONG_LEN sets the long sequences' length
- * (default `long_len`); UQ_TEST_FILTER / UQ_TEST_SKIP select tests.
- * Returns the failure count, or 1 for a bad environment value. */
+ * a layer name) on `be`; the cases of other head dims and query groups,
+ * which only the portable layer serves, run with "portable" only.
+ * UQ_TEST_VARIANT=<name> ("default" for NULL) runs one of them;
+ * UQ_TEST_LONG_LEN sets the long sequences' length (default `long_len`);
+ * UQ_TEST_FILTER / UQ_TEST_SKIP select tests. Returns the failure count,
+ * or 1 for a bad environment value. */
 int decode_matrix_main(const decode_backend *be, const char *const *variants,
                        int nvariants, int32_t long_len);
 

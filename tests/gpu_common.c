@@ -9,9 +9,9 @@
 
 #include <cmocka.h>
 
-#define D 256
+uq_context *gpu_open_or_skip(void) { return gpu_open_variant_or_skip(NULL); }
 
-uq_context *gpu_open_or_skip(void) {
+uq_context *gpu_open_variant_or_skip(const char *variant) {
   int count = 0;
   int rc = uq_device_count(&count);
   if (rc != 0 || count == 0) {
@@ -21,6 +21,7 @@ uq_context *gpu_open_or_skip(void) {
   uq_context_options opts;
   uq_context_options_init(&opts);
   opts.device = 0;
+  opts.variant = variant;
   uq_context *ctx = NULL;
   rc = uq_context_create(&opts, &ctx);
   if (rc != 0) {
@@ -53,10 +54,12 @@ void gpu_test_filters(void) {
     }                                                                        \
   } while (0)
 
-/* The shape of case c: head_dim D, a spare table column past the longest
- * sequence, the query laid out as c->layout says. */
+/* The shape of case c: its head_dim D (256 unless given), a spare table
+ * column past the longest sequence, the query laid out as c->layout
+ * says. */
 static void case_shape(const decode_case *c, uq_shape *s) {
   const int hk = c->hk, hq = c->qg * c->hk, bs = c->block_size;
+  const int D = c->head_dim ? c->head_dim : 256;
   int32_t max_len = 1;
   for (int b = 0; b < c->batch; b++)
     if (c->seq_lens[b] > max_len)
@@ -89,7 +92,7 @@ static int problem_upload(uq_context *ctx, decode_problem *p) {
   const tk_problem *h = &p->host;
   const size_t lens_bytes = (size_t)h->shape.batch * sizeof(int32_t);
   uq_plan plan;
-  CHECK_RC(uq_plan_make(&p->shape, uq_context_target(ctx), &plan));
+  CHECK_RC(uq_context_plan(ctx, &p->shape, &plan));
   if (!plan.eligible) {
     fprintf(stderr, "case not eligible: %s\n", plan.reason);
     return UQ_EUNSUPPORTED;
@@ -127,7 +130,7 @@ int problem_build(const decode_case *c, decode_problem *p) {
   CHECK_RC(tk_problem_store(&p->host));
   p->shape = p->host.shape;
   p->q_elems = p->host.query_elems;
-  p->out_elems = (size_t)shape.batch * shape.num_q_heads * D;
+  p->out_elems = (size_t)shape.batch * shape.num_q_heads * shape.head_dim;
   p->table_bytes =
       (size_t)shape.batch * shape.max_blocks_per_seq * sizeof(int32_t);
   return 0;

@@ -13,6 +13,8 @@
 /* Exits 77 (Meson: SKIP) when there is no device or no runtime, printing
  * why; otherwise a context on device 0 (destroyed by the caller). */
 uq_context *gpu_open_or_skip(void);
+/* The same with the decode layer `variant` names (NULL: UQJIT_VARIANT). */
+uq_context *gpu_open_variant_or_skip(const char *variant);
 
 /* UQ_TEST_FILTER=<cmocka pattern> runs the matching tests only and
  * UQ_TEST_SKIP=<pattern> skips the matching ones (tools/gpu-sanitize.sh
@@ -29,6 +31,7 @@ typedef enum {
 
 typedef struct decode_case {
   int qg, hk, block_size, batch;
+  int head_dim;            /* 0 = 256 */
   const int32_t *seq_lens; /* batch of them */
   int max_kv_splits;       /* 0 = default */
   uq_dtype dtype;
@@ -56,7 +59,8 @@ typedef struct decode_problem {
 int problem_build(const decode_case *c, decode_problem *p);
 /* Builds the problem with the testkit (random bf16/fp16 K/V/Q ~ randn
  * encoded with uq_reference_store, shuffled block table, three blocks no
- * sequence uses, one spare table column) and uploads it. Returns 0 or a
+ * sequence uses, one spare table column) and uploads it, with a workspace
+ * the size the context's plan says (uq_context_plan). Returns 0 or a
  * status; on failure prints why. */
 int problem_make(uq_context *ctx, const decode_case *c, decode_problem *p);
 void problem_free(uq_context *ctx, decode_problem *p);

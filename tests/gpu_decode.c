@@ -21,14 +21,36 @@ static int gpu_fetch(const decode_problem *p, uint16_t *raw, double *out) {
 }
 static void gpu_release(decode_problem *p) { problem_free(ctx, p); }
 
+/* The context's table counters, then the context, gone. */
+static void close_context(void) {
+  uq_stats s;
+  if (ctx != NULL && uq_get_stats(ctx, &s) == 0)
+    printf("table: %llu hits, %llu misses, %llu disk hits, %llu compiles "
+           "(%.2f s)\n",
+           (unsigned long long)s.hits, (unsigned long long)s.misses,
+           (unsigned long long)s.disk_hits, (unsigned long long)s.compiles,
+           s.compile_seconds);
+  uq_context_destroy(ctx);
+  ctx = NULL;
+}
+
+/* A context per variant: the layer is fixed when a context is made. */
+static int gpu_select(const char *variant) {
+  close_context();
+  ctx = gpu_open_variant_or_skip(variant);
+  return 0;
+}
+
 int main(void) {
   ctx = gpu_open_or_skip();
-  const decode_backend be = {uq_context_target(ctx), gpu_make, gpu_poison,
-                             gpu_decode, gpu_fetch, gpu_release};
+  char target[UQ_TARGET_MAX];
+  snprintf(target, sizeof target, "%s", uq_context_target(ctx));
+  const decode_backend be = {target,     gpu_select, gpu_make,   gpu_poison,
+                             gpu_decode, gpu_fetch,  gpu_release};
   /* Every case runs on each layer the device's target has: the default
    * (the warpgroup layer on sm_90a, i.e. an H100/H200; the matrix layer on
-   * other NVIDIA targets from sm_90 on), UQJIT_VARIANT=matrix,
-   * UQJIT_VARIANT=portable and UQJIT_VARIANT=gfx950-emu (the gfx950 layer
+   * other NVIDIA targets from sm_90 on), then a context asking for the
+   * matrix, the portable and the gfx950-emu layer (the gfx950 layer
    * with every AMD instruction emulated, on sm_90 and newer). A layer the
    * target lacks falls back to a lower one (the plan says which: printed
    * per run). UQ_TEST_VARIANT=default|matrix|portable|gfx950-emu runs one
@@ -36,13 +58,6 @@ int main(void) {
   static const char *const variants[] = {NULL, "matrix", "portable",
                                          "gfx950-emu"};
   int failed = decode_matrix_main(&be, variants, 4, 70000);
-  uq_stats s;
-  if (uq_get_stats(ctx, &s) == 0)
-    printf("table: %llu hits, %llu misses, %llu disk hits, %llu compiles "
-           "(%.2f s)\n",
-           (unsigned long long)s.hits, (unsigned long long)s.misses,
-           (unsigned long long)s.disk_hits, (unsigned long long)s.compiles,
-           s.compile_seconds);
-  uq_context_destroy(ctx);
+  close_context();
   return failed;
 }

@@ -141,4 +141,5 @@ void store_cases_all(store_runner run) {
   store_case(run, UQ_DTYPE_FP16, 256, 1, 64, 300, 2);
   store_case(run, UQ_DTYPE_FP32, 256, 3, 32, 200, 3);
   store_case(run, UQ_DTYPE_BF16, 128, 4, 256, 513, 4);
+  store_case(run, UQ_DTYPE_FP16, 64, 2, 32, 150, 5);
 }

@@ -28,8 +28,9 @@ typedef int (*store_runner)(const store_job *job, uint8_t *got);
 /* One case: dtype, head_dim, kv heads, block size, tokens, seed. */
 void store_case(store_runner run, uq_dtype dt, int hd, int hk, int bs,
                 int T, uint64_t seed);
-/* bf16/fp16/fp32 at D 256, bf16 at D 128; 1 to 4 kv heads; blocks of 16
- * to 256; 200 to 777 tokens. */
+/* bf16/fp16/fp32 at D 256, bf16 at D 128, fp16 at D 64 (every head dim a
+ * layer serves); 1 to 4 kv heads; blocks of 16 to 256; 150 to 777
+ * tokens. */
 void store_cases_all(store_runner run);
 
 #endif

@@ -49,8 +49,9 @@ static int setup(void **state) {
   assert_int_equal(uq_key_parse(STORE_KEY, &f->key), 0);
   char symbol[UQ__SYMBOL_MAX];
   uq__digest d;
-  assert_int_equal(uq__jit_kernel_digest(&f->key, symbol, sizeof symbol, &d),
-                   0);
+  uq__checked_key ck;
+  assert_int_equal(uq__key_check(&f->key, &ck), 0);
+  assert_int_equal(uq__jit_kernel_digest(&ck, symbol, sizeof symbol, &d), 0);
   const uq__cache_meta m = {STORE_KEY, "clang 22.1.8", "-O3", "clang", 0};
   uq__cache *c = NULL;
   assert_int_equal(uq__cache_open(f->dir, "", &c), 0);

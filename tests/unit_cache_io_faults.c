@@ -53,7 +53,9 @@ static int setup(void **state) {
   cu_fmt(f->dir, "%s/cache", f->root);
   assert_int_equal(uq_key_parse(STORE_KEY, &f->key), 0);
   char symbol[UQ__SYMBOL_MAX];
-  assert_int_equal(uq__jit_kernel_digest(&f->key, symbol, sizeof symbol, &f->d),
+  uq__checked_key ck;
+  assert_int_equal(uq__key_check(&f->key, &ck), 0);
+  assert_int_equal(uq__jit_kernel_digest(&ck, symbol, sizeof symbol, &f->d),
                    0);
   uq__cache *c = NULL;
   assert_int_equal(uq__cache_open(f->dir, "", &c), 0);

@@ -242,7 +242,9 @@ static void cache_v1_directory_is_ignored(void **state) {
 static void store_key(uq_key *key, uq__digest *d) {
   assert_int_equal(uq_key_parse("uq_store_gfx950_bf16_d256_hk1_ps272", key), 0);
   char symbol[UQ__SYMBOL_MAX];
-  assert_int_equal(uq__jit_kernel_digest(key, symbol, sizeof symbol, d), 0);
+  uq__checked_key ck;
+  assert_int_equal(uq__key_check(key, &ck), 0);
+  assert_int_equal(uq__jit_kernel_digest(&ck, symbol, sizeof symbol, d), 0);
 }
 
 static void cache_find_public_finds_kernel_in_dir_or_layer_writing_nothing(
@@ -297,7 +299,9 @@ static void kernel_digest_names_what_the_kernel_is(void **state) {
   assert_memory_equal(da.bytes, db.bytes, 16);
   b.num_kv_heads = 2;
   char symbol[UQ__SYMBOL_MAX];
-  assert_int_equal(uq__jit_kernel_digest(&b, symbol, sizeof symbol, &db), 0);
+  uq__checked_key ck;
+  assert_int_equal(uq__key_check(&b, &ck), 0);
+  assert_int_equal(uq__jit_kernel_digest(&ck, symbol, sizeof symbol, &db), 0);
   assert_memory_not_equal(da.bytes, db.bytes, 16);
 }
 

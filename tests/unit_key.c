@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "lib/codegen/key.h"
+#include "lib/codegen/layers.h"
 #include "lib/codegen/target.h"
 #include "uqjit.h"
 
@@ -158,6 +160,11 @@ static void round_trip(const uq_key *k) {
   assert_string_equal(again, name);
 }
 
+/* The largest sequence stride of a decode key with 8 query heads of 32
+ * elements (head stride 32): two sequences, (stride + 8 * 32) elements of
+ * 2 bytes, end at INT64_MAX bytes at most. */
+#define LARGEST_STRIDE_D32 (INT64_MAX / 2 - 8 * 32)
+
 static void key_round_trips_for_every_kind(void **state) {
   (void)state;
   /* sm_90a plans the warpgroup layer (v2), sm_90 and sm_100a the matrix
@@ -220,13 +227,17 @@ static void key_round_trips_for_every_kind(void **state) {
   uq_key k = example_decode();
   k.head_dim = 32;
   k.stride_q_head = 32;
-  k.stride_q_seq = INT64_MAX;
+  k.stride_q_seq = LARGEST_STRIDE_D32;
   k.num_partitions = 512;
   k.tile_groups_per_partition = 1 << 20;
-  k.max_blocks_per_seq = INT32_MAX;
-  k.kv_block_size = 1;
+  k.max_blocks_per_seq = INT32_MAX / 256;
+  k.kv_block_size = 256;
   k.scale_e8 = 1;
   k.padded_slot = 36;
+  round_trip(&k);
+  k.kv_block_size = 16;
+  k.max_blocks_per_seq = INT32_MAX / 16;
+  k.scale_e8 = UQ__KEY_SCALE_E8_MAX;
   round_trip(&k);
   k = example_prologue();
   k.head_dim = 512;
@@ -372,6 +383,100 @@ static void expect_invalid(const uq_key *k, const char *why) {
   assert_true(uq_last_error()[0] != '\0');
 }
 
+/* The key parser refuses what the planner refuses, by the same rules
+ * (lib/codegen/key.c): query strides that do not address two sequences
+ * with 64-bit byte offsets, block sizes no layer takes, block tables past
+ * the int32 sequence lengths, softmax scales over 1e6; so do warm-by-key
+ * and uq_code_object, which take keys by name. At each rule's edge the
+ * planner's key parses and one step past it both refuse. */
+static void key_rules_are_the_planners(void **state) {
+  (void)state;
+  static const char *const refused[] = {
+      /* the query stride of `uqjit dump --key`, which plan refuses */
+      "uq_decode_sm_90a_bf16_v2_d256_hk2_p16_mb64_s0.06250000_qg8_bs16_"
+      "ps272_fq1_t1_sq9223372036854775807_sh256",
+      "uq_decode_gfx950_bf16_v0_d256_hk1_p16_mb64_s0.06250000_qg8_bs48_"
+      "ps272_fq1_t1_sq2048_sh256",
+      "uq_decode_gfx950_bf16_v0_d256_hk1_p16_mb64_s0.06250000_qg8_bs1_"
+      "ps272_fq1_t1_sq2048_sh256",
+      "uq_decode_gfx950_bf16_v0_d256_hk1_p512_mb134217728_s0.06250000_qg8_"
+      "bs16_ps272_fq1_t1048576_sq2048_sh256",
+      "uq_decode_gfx950_bf16_v0_d256_hk1_p16_mb64_s1000000.00000001_qg8_"
+      "bs32_ps272_fq1_t1_sq2048_sh256",
+  };
+  uq_context_options o;
+  uq_context_options_init(&o);
+  o.device = -1;
+  o.target = "gfx950";
+  o.use_disk_cache = 0;
+  uq_context *ctx = NULL;
+  assert_int_equal(uq_context_create(&o, &ctx), 0);
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    expect_parse_refused(refused[i]);
+    void *obj = NULL;
+    size_t len = 0;
+    uq_key k;
+    memset(&k, 0, sizeof k);
+    k = example_decode();
+    if (i == 0)
+      k.stride_q_seq = INT64_MAX;
+    else if (i == 1 || i == 2)
+      k.kv_block_size = i == 1 ? 48 : 1;
+    else if (i == 3) {
+      k.num_partitions = 512;
+      k.tile_groups_per_partition = 1 << 20;
+      k.max_blocks_per_seq = 134217728;
+      k.kv_block_size = 16;
+    } else
+      k.scale_e8 = 100000000000001LL; /* scale 1e6, one step over */
+    assert_int_equal(uq_code_object(ctx, &k, &obj, &len, NULL), UQ_EINVAL);
+    assert_null(obj);
+  }
+  uq_context_destroy(ctx);
+
+  /* The planner: the same shapes refused, batch 1 included. */
+  uq_shape s;
+  uq_plan p;
+  uq_shape_init(&s);
+  s.batch = 1;
+  s.num_q_heads = 16;
+  s.num_kv_heads = 2;
+  s.head_dim = 256;
+  s.block_size = 16;
+  s.max_blocks_per_seq = 64;
+  s.q_stride_seq = INT64_MAX;
+  assert_int_equal(uq_plan_make(&s, "sm_90a", &p), UQ_EOVERFLOW);
+  s.q_stride_seq = 0;
+  s.block_size = 48;
+  assert_int_equal(uq_plan_make(&s, "gfx950", &p), 0);
+  assert_false(p.eligible);
+  s.block_size = 16;
+  s.max_blocks_per_seq = 134217728;
+  assert_int_equal(uq_plan_make(&s, "gfx950", &p), UQ_EOVERFLOW);
+  s.max_blocks_per_seq = 64;
+  s.scale = 1000000.1f;
+  assert_int_equal(uq_plan_make(&s, "gfx950", &p), UQ_EINVAL);
+
+  /* Edges: the largest stride either takes, for 16 heads of 256. */
+  const int64_t edge = INT64_MAX / 2 - 16 * 256;
+  s.scale = 0;
+  s.q_stride_head = 256;
+  for (int batch = 1; batch <= 2; batch++) {
+    s.batch = batch;
+    s.q_stride_seq = edge;
+    assert_int_equal(uq_plan_make(&s, "sm_90a", &p), 0);
+    assert_true(p.eligible);
+    char name[256];
+    assert_true(uq_key_name(&p.kernels[0], name, sizeof name) > 0);
+    uq_key back;
+    assert_int_equal(uq_key_parse(name, &back), 0);
+    s.q_stride_seq = edge + 1;
+    assert_int_equal(uq_plan_make(&s, "sm_90a", &p), UQ_EOVERFLOW);
+    back.stride_q_seq = edge + 1;
+    expect_invalid(&back, "a stride one past the edge");
+  }
+}
+
 /* One field of a valid decode key out of range at a time. */
 static void validate_refuses_bad_fields(const uq_key *good) {
   const uq_key base = *good;
@@ -402,7 +507,10 @@ static void validate_refuses_bad_fields(const uq_key *good) {
   BAD(tile_groups_per_partition, 1 << 21);
   BAD(query_group_size, 0);
   BAD(kv_block_size, 0);
+  BAD(kv_block_size, 8);
+  BAD(kv_block_size, 512);
   BAD(max_blocks_per_seq, 0);
+  BAD(max_blocks_per_seq, INT32_MAX / 32 + 1); /* past INT32_MAX tokens */
   BAD(padded_slot, 268);
   BAD(padded_slot, 274);
   BAD(fuse_qrot, 2);
@@ -412,6 +520,8 @@ static void validate_refuses_bad_fields(const uq_key *good) {
   BAD(stride_q_seq, 2047); /* fused needs seq stride >= Hq*D */
   BAD(scale_e8, 0);
   BAD(scale_e8, -6250000);
+  BAD(scale_e8, UQ__KEY_SCALE_E8_MAX + 1);
+  BAD(stride_q_seq, INT64_MAX);
 #undef BAD
   /* Coverage: 16 partitions x 1 tile group = 4096 tokens < 129*32. */
   k = base;
@@ -565,7 +675,7 @@ static void target_spellings_canonicalise(void **state) {
     assert_int_equal(info.family, c->family);
     assert_int_equal(info.arch, c->arch);
     assert_int_equal(info.wave_size, c->wave);
-    assert_int_equal(uq__target_block_threads(&info, UQ_VARIANT_PORTABLE),
+    assert_int_equal(uq__layer_block_threads(&info, UQ_VARIANT_PORTABLE),
                      c->threads);
     /* Canonical spellings are fixed points. */
     char again[UQ_TARGET_MAX];
@@ -609,10 +719,10 @@ static void target_layers_follow_the_architecture(void **state) {
                cases[i].warpgroup);
     unsigned want = info.family == UQ__TARGET_NVIDIA ? 128u : 64u;
     for (int v = UQ_VARIANT_PORTABLE; v <= UQ_VARIANT_WARPGROUP; v++)
-      assert_int_equal(uq__target_block_threads(&info, v), want);
+      assert_int_equal(uq__layer_block_threads(&info, v), want);
   }
   assert_int_equal(uq__target_warpgroup_layer(NULL), 0);
-  assert_int_equal(uq__target_block_threads(NULL, UQ_VARIANT_WARPGROUP), 0);
+  assert_int_equal(uq__layer_block_threads(NULL, UQ_VARIANT_WARPGROUP), 0);
 }
 
 static void target_refuses_bad_spellings(void **state) {
@@ -650,6 +760,7 @@ int main(void) {
       cmocka_unit_test(key_round_trips_for_every_kind),
       cmocka_unit_test(key_parse_refuses_malformed_names),
       cmocka_unit_test(key_parse_reads_every_variant),
+      cmocka_unit_test(key_rules_are_the_planners),
       cmocka_unit_test(key_validate_refuses_bad_keys),
       cmocka_unit_test(key_bytes_are_reproducible),
       cmocka_unit_test(target_spellings_canonicalise),

@@ -1,6 +1,6 @@
 /* The decode layer table: rows per (variant, target), every row's
- * templates embedded, the choice of layer per target and UQJIT_VARIANT,
- * and the refusals worded from the rows. */
+ * templates embedded, what each row serves, the choice of layer per
+ * shape, target and request, and the refusals worded from the rows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -63,8 +63,8 @@ static void variant_one_is_a_layer_per_target(void **state) {
   assert_string_equal(amd->templates[3], "decode_gfx950.hip");
   assert_null(amd->templates[4]);
   assert_int_equal(amd->block_threads, 64);
-  assert_int_equal(uq__target_block_threads(&g950, UQ_VARIANT_MATRIX), 64);
-  assert_int_equal(uq__target_block_threads(&sm90, UQ_VARIANT_MATRIX), 128);
+  assert_int_equal(uq__layer_block_threads(&g950, UQ_VARIANT_MATRIX), 64);
+  assert_int_equal(uq__layer_block_threads(&sm90, UQ_VARIANT_MATRIX), 128);
   assert_false(uq__layer_find(UQ_VARIANT_MATRIX, &g942)->available(&g942));
   const uq__layer *emu = uq__layer_find(UQ_VARIANT_GFX950_EMU, &sm90);
   assert_true(emu->available(&sm90));
@@ -76,35 +76,88 @@ static void variant_one_is_a_layer_per_target(void **state) {
   for (int i = 0; i < 5; i++)
     assert_string_equal(emu->templates[i], emu_templates[i]);
   assert_null(emu->templates[5]);
-  assert_int_equal(uq__target_block_threads(&sm90, UQ_VARIANT_GFX950_EMU), 64);
-  assert_int_equal(emu->head_dim, 256);
-  assert_int_equal(emu->max_query_group, 16);
+  assert_int_equal(uq__layer_block_threads(&sm90, UQ_VARIANT_GFX950_EMU), 64);
+  assert_int_equal(emu->head_dims[0], 256);
+  assert_int_equal(emu->head_dims[1], 0);
+  assert_int_equal(emu->query_groups, (1u << 6) | (1u << 8) | (1u << 16));
+}
+
+/* Every row serves head dims of the format (64, 128, 256: FORMAT.md) and
+ * query groups within 1..16 (the largest any template takes); the
+ * portable row serves all of them, so every target has a layer for every
+ * shape some row serves. */
+static void rows_serve_format_shapes_and_portable_serves_all(void **state) {
+  (void)state;
+  const uq__layer *portable = &uq__layers[0];
+  assert_int_equal(portable->variant, UQ_VARIANT_PORTABLE);
+  for (int r = 0; r < uq__layers_count; r++) {
+    const uq__layer *l = &uq__layers[r];
+    assert_int_not_equal(l->head_dims[0], 0);
+    for (int i = 0; i < UQ__LAYER_HEAD_DIMS && l->head_dims[i]; i++) {
+      int d = l->head_dims[i];
+      assert_true(d == 64 || d == 128 || d == 256);
+    }
+    assert_int_equal(l->query_groups & ~0x1fffeu, 0);
+    /* Every head dim it serves has templates; 32-bit V code loads only
+     * where the run is 4-byte aligned (not at 64: byte 34). */
+    for (int i = 0; i < UQ__LAYER_HEAD_DIMS && l->head_dims[i]; i++) {
+      int d = l->head_dims[i];
+      const char *const *t = uq__layer_templates(l, d);
+      if (t == NULL)
+        fail_msg("%s: no templates for head_dim %d", l->name, d);
+      assert_true((t == l->templates_v16) == (d == 64));
+    }
+    for (int d = 32; d <= 512; d *= 2)
+      for (int q = 0; q <= 33; q++)
+        for (int dt = 0; dt <= 3; dt++) {
+          const uq__layer_shape s = {d, q, (uq_dtype)dt};
+          if (uq__layer_serves(l, &s) && !uq__layer_serves(portable, &s))
+            fail_msg("%s serves d %d qg %d dtype %d, portable does not",
+                     l->name, d, q, dt);
+        }
+  }
+  for (int d = 16; d <= 1024; d += 16)
+    for (int q = -1; q <= 40; q++) {
+      const uq__layer_shape s = {d, q, UQ_DTYPE_BF16};
+      int want = (d == 64 || d == 128 || d == 256) && q >= 1 && q <= 16;
+      if (uq__layer_serves(portable, &s) != want)
+        fail_msg("portable: d %d qg %d served %d, want %d", d, q,
+                 uq__layer_serves(portable, &s), want);
+    }
+  const uq__layer_shape fp32 = {256, 8, UQ_DTYPE_FP32};
+  assert_false(uq__layer_serves(portable, &fp32));
 }
 
 static void layer_templates_are_embedded(void **state) {
   (void)state;
   for (int r = 0; r < uq__layers_count; r++) {
-    const char *const *t = uq__layers[r].templates;
-    assert_non_null(t);
-    assert_non_null(t[0]);
-    for (; *t != NULL; t++) {
-      if (uq__template_text(*t, NULL) == NULL)
-        fail_msg("layer %s: template %s is not embedded", uq__layers[r].name,
-                 *t);
+    const char *const *lists[] = {uq__layers[r].templates,
+                                  uq__layers[r].templates_v16};
+    assert_non_null(lists[0]);
+    for (int k = 0; k < 2; k++) {
+      const char *const *t = lists[k];
+      if (t == NULL)
+        continue;
+      assert_non_null(t[0]);
+      for (; *t != NULL; t++) {
+        if (uq__template_text(*t, NULL) == NULL)
+          fail_msg("layer %s: template %s is not embedded",
+                   uq__layers[r].name, *t);
+      }
     }
   }
 }
 
-static void layer_choice_follows_target_and_setting(void **state) {
+static void layer_choice_follows_target_and_request(void **state) {
   (void)state;
   static const struct {
-    const char *target, *setting;
+    const char *target, *request;
     int want;
   } cases[] = {
       {"sm_90a", NULL, UQ_VARIANT_WARPGROUP},
+      {"sm_90a", "auto", UQ_VARIANT_WARPGROUP},
       {"sm_90a", "matrix", UQ_VARIANT_MATRIX},
       {"sm_90a", "portable", UQ_VARIANT_PORTABLE},
-      {"sm_90a", "bogus", UQ_VARIANT_WARPGROUP},
       {"sm_90", "warpgroup", UQ_VARIANT_MATRIX},
       {"sm_80", NULL, UQ_VARIANT_PORTABLE},
       {"gfx950", NULL, UQ_VARIANT_MATRIX},
@@ -121,19 +174,60 @@ static void layer_choice_follows_target_and_setting(void **state) {
       {"sm_100a", "gfx950-emu", UQ_VARIANT_GFX950_EMU},
       {"sm_80", "gfx950-emu", UQ_VARIANT_PORTABLE},
   };
+  const uq__layer_shape served = {256, 8, UQ_DTYPE_BF16};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (cases[i].setting != NULL)
-      setenv("UQJIT_VARIANT", cases[i].setting, 1);
-    else
-      unsetenv("UQJIT_VARIANT");
+    int req = cases[i].request ? uq__layer_variant_named(cases[i].request)
+                               : UQ__LAYER_BEST;
+    assert_int_not_equal(req, UQ__LAYER_UNKNOWN);
     uq__target_info info = parse(cases[i].target);
-    const uq__layer *l = uq__layer_choose(&info);
-    if (l->variant != cases[i].want || !l->available(&info))
-      fail_msg("%s with UQJIT_VARIANT=%s: layer %s, want variant %d",
-               cases[i].target, cases[i].setting ? cases[i].setting : "",
-               l->name, cases[i].want);
+    const uq__layer *l = uq__layer_choose(&info, &served, req);
+    if (l == NULL || l->variant != cases[i].want || !l->available(&info))
+      fail_msg("%s asking for %s: layer %s, want variant %d",
+               cases[i].target, cases[i].request ? cases[i].request : "-",
+               l ? l->name : "none", cases[i].want);
   }
-  unsetenv("UQJIT_VARIANT");
+  assert_int_equal(uq__layer_variant_named("bogus"), UQ__LAYER_UNKNOWN);
+  assert_int_equal(uq__layer_variant_named(NULL), UQ__LAYER_UNKNOWN);
+  assert_int_equal(uq__layer_variant_named("Portable"), UQ__LAYER_UNKNOWN);
+}
+
+/* The shape decides as much as the target: a fast layer only for what
+ * its row serves, the portable layer for the rest, nothing where no row
+ * serves (whatever is asked for). */
+static void layer_choice_follows_the_shape(void **state) {
+  (void)state;
+  static const char *const targets[] = {"sm_90a", "sm_90", "gfx950",
+                                        "gfx942", "sm_80"};
+  static const char *const requests[] = {NULL, "matrix", "warpgroup",
+                                         "gfx950-emu", "portable"};
+  for (size_t t = 0; t < sizeof targets / sizeof *targets; t++)
+    for (size_t r = 0; r < sizeof requests / sizeof *requests; r++)
+      for (int d = 32; d <= 512; d *= 2)
+        for (int q = 0; q <= 20; q++) {
+          uq__target_info info = parse(targets[t]);
+          const uq__layer_shape s = {d, q, q % 2 ? UQ_DTYPE_FP16
+                                                 : UQ_DTYPE_BF16};
+          int req = requests[r] ? uq__layer_variant_named(requests[r])
+                                : UQ__LAYER_BEST;
+          const uq__layer *l = uq__layer_choose(&info, &s, req);
+          int portable_serves = (d == 64 || d == 128 || d == 256) &&
+                                q >= 1 && q <= 16;
+          int fast = d == 256 && (q == 6 || q == 8 || q == 16);
+          if (!portable_serves) {
+            if (l != NULL)
+              fail_msg("%s d %d qg %d: %s chosen, none serves", targets[t],
+                       d, q, l->name);
+            continue;
+          }
+          assert_non_null(l);
+          assert_true(l->available(&info));
+          assert_true(uq__layer_serves(l, &s));
+          if (!fast)
+            assert_int_equal(l->variant, UQ_VARIANT_PORTABLE);
+          /* never above what was asked for */
+          if (req >= 0)
+            assert_true(l->variant <= req);
+        }
 }
 
 static void layer_refusals_name_the_layer(void **state) {
@@ -163,24 +257,55 @@ static void layer_refusals_name_the_layer(void **state) {
                       "target gfx950 has no gfx950-emu decode layer (variant 3; "
                       "it needs NVIDIA sm_90 or newer); use the matrix or "
                       "portable variant");
+  const uq__layer_shape d128 = {128, 8, UQ_DTYPE_BF16};
+  const uq__layer_shape d256 = {256, 16, UQ_DTYPE_BF16};
+  const uq__layer_shape qg4 = {256, 4, UQ_DTYPE_FP16};
+  const uq__layer_shape qg64 = {64, 64, UQ_DTYPE_BF16};
   assert_int_equal(uq__layer_check_target(uq__layer_find(1, &g950), &g950, "gfx950"), 0);
-  assert_int_equal(uq__layer_check_decode(uq__layer_find(1, &g950), 128, 8), UQ_EINVAL);
+  assert_int_equal(uq__layer_check_decode(uq__layer_find(1, &g950), &d128), UQ_EINVAL);
   assert_int_equal(uq__layer_check_target(mx, &sm90, "sm_90"), 0);
-  assert_int_equal(uq__layer_check_decode(mx, 256, 16), 0);
-  assert_int_equal(uq__layer_check_decode(mx, 128, 8), UQ_EINVAL);
+  assert_int_equal(uq__layer_check_decode(mx, &d256), 0);
+  assert_int_equal(uq__layer_check_decode(mx, &d128), UQ_EINVAL);
   assert_string_equal(uq_last_error(),
-                      "the matrix decode layer needs head_dim 256 and a query "
-                      "group size <= 16, not 128 and 8");
-  assert_int_equal(uq__layer_check_decode(&uq__layers[0], 64, 64), 0);
+                      "the matrix decode layer serves head_dim 256 with query "
+                      "groups of 6, 8 or 16, not head_dim 128 with a query "
+                      "group of 8");
+  assert_int_equal(uq__layer_check_decode(mx, &qg4), UQ_EINVAL);
+  assert_int_equal(uq__layer_check_decode(&uq__layers[0], &qg4), 0);
+  assert_int_equal(uq__layer_check_decode(&uq__layers[0], &d128), 0);
+  assert_int_equal(uq__layer_check_decode(&uq__layers[0], &qg64), UQ_EINVAL);
+  assert_string_equal(uq_last_error(),
+                      "the portable decode layer serves head_dim 64, 128 or "
+                      "256 with query groups of 1 to 16, not head_dim 64 with "
+                      "a query group of 64");
+}
+
+/* A plan's reason names the field no row takes and what the rows take. */
+static void refusals_name_the_field_no_row_serves(void **state) {
+  (void)state;
+  char why[UQ_REASON_MAX];
+  uq__target_info sm90a = parse("sm_90a"), g942 = parse("gfx942");
+  const uq__layer_shape d96 = {96, 8, UQ_DTYPE_BF16};
+  const uq__layer_shape qg20 = {128, 20, UQ_DTYPE_BF16};
+  uq__layer_refusal(&sm90a, &d96, why, sizeof why);
+  assert_string_equal(why,
+                      "head_dim 96 is not served (head_dim 64, 128 or 256)");
+  uq__layer_refusal(&g942, &qg20, why, sizeof why);
+  assert_string_equal(why,
+                      "query group size (q heads / kv heads) 20 is not served "
+                      "at head_dim 128 (1 to 16)");
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(layers_are_found_by_variant_and_target),
       cmocka_unit_test(variant_one_is_a_layer_per_target),
+      cmocka_unit_test(rows_serve_format_shapes_and_portable_serves_all),
       cmocka_unit_test(layer_templates_are_embedded),
-      cmocka_unit_test(layer_choice_follows_target_and_setting),
+      cmocka_unit_test(layer_choice_follows_target_and_request),
+      cmocka_unit_test(layer_choice_follows_the_shape),
       cmocka_unit_test(layer_refusals_name_the_layer),
+      cmocka_unit_test(refusals_name_the_field_no_row_serves),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

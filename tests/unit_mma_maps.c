@@ -552,7 +552,7 @@ static void emit_refuses_warpgroup_keys_without_a_layer(void **st) {
   k.padded_slot = 136;
   uq__buf_init(&b);
   assert_int_equal(uq__gen_source(&k, UQ__ROUTE_NVRTC, &b), UQ_EINVAL);
-  assert_non_null(strstr(uq_last_error(), "warpgroup decode layer needs"));
+  assert_non_null(strstr(uq_last_error(), "warpgroup decode layer serves"));
   uq__buf_free(&b);
   k = decode_key("sm_90a", UQ_VARIANT_WARPGROUP);
   k.query_group_size = 32;

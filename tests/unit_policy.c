@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <math.h>
 
+#include "lib/codegen/emit.h"
 #include "uqjit.h"
 
 static uq_shape make_shape(int b, int hq, int hk, int bs, int mb, int splits) {
@@ -245,15 +247,27 @@ static void expect_ineligible(uq_shape s, const char *why) {
 static void policy_refuses_ineligible_shapes_with_reason(void **state) {
   (void)state;
   uq_shape s = make_shape(4, 8, 1, 32, 64, 0);
-  s.head_dim = 128;
-  expect_ineligible(s, "head_dim 128");
-  s.head_dim = 512;
-  expect_ineligible(s, "head_dim 512");
-  static const int hq_per_hk[] = {1, 2, 4, 12, 32};
+  static const int dims[] = {32, 96, 160, 512, 1024};
+  for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
+    s.head_dim = dims[i];
+    expect_ineligible(s, "head_dim");
+  }
+  uq_plan plan;
+  s.head_dim = 96;
+  assert_int_equal(uq_plan_make(&s, "sm_90a", &plan), 0);
+  assert_string_equal(plan.reason,
+                      "head_dim 96 is not served (head_dim 64, 128 or 256)");
+  static const int hq_per_hk[] = {17, 20, 32, 64};
   for (size_t i = 0; i < sizeof hq_per_hk / sizeof *hq_per_hk; i++) {
     s = make_shape(4, 2 * hq_per_hk[i], 2, 32, 64, 0);
     expect_ineligible(s, "GQA factor");
   }
+  s = make_shape(4, 64, 2, 32, 64, 0);
+  s.head_dim = 128;
+  assert_int_equal(uq_plan_make(&s, "gfx942", &plan), 0);
+  assert_string_equal(plan.reason,
+                      "query group size (q heads / kv heads) 32 is not served "
+                      "at head_dim 128 (1 to 16)");
   s = make_shape(4, 8, 1, 32, 64, 0);
   s.has_sinks = 1;
   expect_ineligible(s, "sinks");
@@ -268,7 +282,6 @@ static void policy_refuses_ineligible_shapes_with_reason(void **state) {
   /* A window of <= 0 means none (vLLM passes -1). */
   s = make_shape(4, 8, 1, 32, 64, 0);
   s.sliding_window = -1;
-  uq_plan plan;
   assert_int_equal(uq_plan_make(&s, NULL, &plan), 0);
   assert_true(plan.eligible);
   assert_string_equal(plan.reason, "");
@@ -276,11 +289,11 @@ static void policy_refuses_ineligible_shapes_with_reason(void **state) {
 
 static void policy_ineligible_plan_keeps_resolved_fields(void **state) {
   (void)state;
-  uq_shape s = make_shape(4, 16, 4, 32, 64, 0); /* QG 4 */
+  uq_shape s = make_shape(4, 128, 4, 32, 64, 0); /* QG 32 */
   uq_plan plan;
   assert_int_equal(uq_plan_make(&s, "sm_90", &plan), 0);
   assert_false(plan.eligible);
-  assert_int_equal(plan.query_group_size, 4);
+  assert_int_equal(plan.query_group_size, 32);
   assert_int_equal(plan.padded_slot, 272);
   assert_true(plan.scale == 0.0625f);
   assert_int_equal(plan.block_threads, 128);
@@ -611,6 +624,83 @@ static void policy_picks_the_best_layer_unless_a_lower_one_is_asked(
   unsetenv("UQJIT_VARIANT");
 }
 
+/* Head dims 64 and 128, and query groups outside {6, 8, 16}, get the
+ * portable layer on every target, whatever is asked for: vLLM's sizing
+ * with their own D (reduce grid D/64, workspace rows of D), a prologue
+ * block of D threads, and keys the generator accepts. */
+static void policy_serves_other_shapes_with_the_portable_layer(void **state) {
+  (void)state;
+  static const char *const targets[] = {"sm_90a", "sm_90", "sm_100a",
+                                        "gfx950", "gfx942", "gfx90a",
+                                        "sm_80"};
+  static const char *const asks[] = {NULL, "matrix", "warpgroup",
+                                     "gfx950-emu"};
+  static const int dims[] = {64, 128, 256};
+  static const int qgs[] = {1, 2, 4, 5, 12, 16};
+  for (size_t t = 0; t < sizeof targets / sizeof *targets; t++)
+    for (size_t a = 0; a < sizeof asks / sizeof *asks; a++)
+      for (size_t d = 0; d < sizeof dims / sizeof *dims; d++)
+        for (size_t q = 0; q < sizeof qgs / sizeof *qgs; q++) {
+          uq_shape s = make_shape(3, 2 * qgs[q], 2, 64, 40, 0);
+          s.head_dim = dims[d];
+          s.q_stride_head = dims[d] + 64; /* a prologue too */
+          s.q_stride_seq = 2 * qgs[q] * (dims[d] + 64);
+          uq_plan plan;
+          assert_int_equal(
+              uq_plan_make_variant(&s, targets[t], asks[a], &plan), 0);
+          assert_true(plan.eligible);
+          int fast = dims[d] == 256 && qgs[q] == 16;
+          if (!fast)
+            for (int k = 0; k < plan.num_kernels; k++)
+              assert_int_equal(plan.kernels[k].variant, UQ_VARIANT_PORTABLE);
+          assert_int_equal(plan.num_kernels, 3);
+          assert_int_equal(plan.reduce_grid[2], dims[d] / 64);
+          assert_int_equal(plan.padded_slot, dims[d] + dims[d] / 16);
+          /* 1/sqrt(D) at 8 decimals, as vLLM's key rounds it */
+          double e8 = (double)llround(1e8 / sqrt((double)dims[d]));
+          assert_true(plan.scale == (float)(e8 / 1e8));
+          size_t rows = (size_t)3 * 2 * plan.num_partitions * qgs[q];
+          assert_int_equal(plan.ws_segm_max - plan.ws_segm_out,
+                           (rows * dims[d] * 2 + 255) / 256 * 256);
+          for (int k = 0; k < plan.num_kernels; k++) {
+            assert_int_equal(plan.kernels[k].head_dim, dims[d]);
+            assert_int_equal(plan.kernels[k].query_group_size, qgs[q]);
+            assert_true(uq__gen_block_threads(&plan.kernels[k]) > 0);
+          }
+          assert_int_equal(uq__gen_block_threads(&plan.kernels[2]),
+                           dims[d] < 64 ? 64 : dims[d]);
+        }
+}
+
+/* The layer as an argument: a name overrides UQJIT_VARIANT, "auto" asks
+ * for the best layer whatever the environment says, NULL reads it, and an
+ * unknown name is an error (not a warning: the caller spelled it). */
+static void plan_make_variant_takes_the_layer_as_an_argument(void **state) {
+  (void)state;
+  uq_shape s = make_shape(4, 8, 1, 32, 64, 0);
+  uq_plan plan;
+  setenv("UQJIT_VARIANT", "portable", 1);
+  assert_int_equal(uq_plan_make_variant(&s, "sm_90a", "matrix", &plan), 0);
+  assert_int_equal(plan.kernels[0].variant, UQ_VARIANT_MATRIX);
+  assert_int_equal(uq_plan_make_variant(&s, "sm_90a", "auto", &plan), 0);
+  assert_int_equal(plan.kernels[0].variant, UQ_VARIANT_WARPGROUP);
+  assert_int_equal(uq_plan_make_variant(&s, "sm_90a", NULL, &plan), 0);
+  assert_int_equal(plan.kernels[0].variant, UQ_VARIANT_PORTABLE);
+  assert_int_equal(uq_plan_make(&s, "sm_90a", &plan), 0);
+  assert_int_equal(plan.kernels[0].variant, UQ_VARIANT_PORTABLE);
+  unsetenv("UQJIT_VARIANT");
+  memset(&plan, 0x5a, sizeof plan);
+  assert_int_equal(uq_plan_make_variant(&s, "sm_90a", "bogus", &plan),
+                   UQ_EINVAL);
+  assert_non_null(strstr(uq_last_error(), "unknown variant 'bogus'"));
+  assert_non_null(strstr(uq_last_error(), "2 warpgroup"));
+  assert_int_equal(plan.eligible, 0);
+  assert_int_equal(plan.num_kernels, 0);
+  assert_int_equal(uq_plan_make_variant(&s, "sm_90a", "Matrix", &plan),
+                   UQ_EINVAL);
+  assert_int_equal(uq_plan_make_variant(&s, "sm_90a", "", &plan), UQ_EINVAL);
+}
+
 /* The layers share one launch contract: on sm_90a a plan whose grid is
  * below the warpgroup layer's full grid (here 3 x 3 x 64 blocks) differs
  * between variants only in the keys' variant field. */
@@ -813,6 +903,8 @@ int main(void) {
       cmocka_unit_test(policy_rounds_scale_to_eight_decimals),
       cmocka_unit_test(policy_resolves_defaults_and_targets),
       cmocka_unit_test(policy_picks_the_best_layer_unless_a_lower_one_is_asked),
+      cmocka_unit_test(policy_serves_other_shapes_with_the_portable_layer),
+      cmocka_unit_test(plan_make_variant_takes_the_layer_as_an_argument),
       cmocka_unit_test(policy_layers_share_the_launch_contract),
       cmocka_unit_test(warpgroup_layer_halves_partitions_of_full_grids),
       cmocka_unit_test(plan_reads_only_shape_fields),

@@ -72,18 +72,11 @@ static void put_hex_float(uq__buf *out, float f) {
                    (int)exp - 127);
 }
 
-static int validate(const uq_key *key, uq__target_info *info) {
-  int rc = uq_key_validate(key);
-  if (rc != 0)
-    return rc;
-  char canon[UQ_TARGET_MAX];
-  return uq__target_parse(key->target, canon, sizeof canon, info);
-}
-
-static unsigned block_threads(const uq_key *key, const uq__target_info *info) {
+unsigned uq__gen_threads_of(const uq__checked_key *ck) {
+  const uq_key *key = &ck->key;
   switch (key->kind) {
   case UQ_KERNEL_DECODE:
-    return uq__target_block_threads(info, key->variant);
+    return uq__layer_block_threads(&ck->info, key->variant);
   case UQ_KERNEL_REDUCE:
     return 256u; /* UQ_REDUCE_THREADS in templates/passes/reduce.hip */
   case UQ_KERNEL_PROLOGUE:
@@ -98,25 +91,17 @@ static unsigned block_threads(const uq_key *key, const uq__target_info *info) {
 }
 
 unsigned uq__gen_block_threads(const uq_key *key) {
-  uq__target_info info;
-  if (validate(key, &info) != 0)
+  uq__checked_key ck;
+  if (uq__key_check(key, &ck) != 0)
     return 0u;
-  return block_threads(key, &info);
+  return uq__gen_threads_of(&ck);
 }
 
-int uq__gen_symbol(const uq_key *key, char *buf, size_t n) {
-  uq__target_info info;
-  int rc = validate(key, &info);
-  if (rc != 0)
-    return rc;
+int uq__gen_symbol_of(const uq__checked_key *ck, char *buf, size_t n) {
   char name[UQ__KEY_NAME_MAX];
-  int len = uq_key_name(key, name, sizeof name);
-  if (len < 0)
-    return len;
-  if ((size_t)len >= sizeof name)
-    return uq__errorf(UQ_EINVAL, "key name is longer than %d bytes",
-                      UQ__KEY_NAME_MAX);
-  for (int i = 0; i < len; i++) {
+  size_t len = strlen(ck->name);
+  memcpy(name, ck->name, len + 1);
+  for (size_t i = 0; i < len; i++) {
     char c = name[i];
     int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
              (c >= '0' && c <= '9') || c == '_';
@@ -128,11 +113,21 @@ int uq__gen_symbol(const uq_key *key, char *buf, size_t n) {
       name[i] = '_';
   }
   if (buf != NULL && n > 0) {
-    size_t copy = (size_t)len < n - 1 ? (size_t)len : n - 1;
+    size_t copy = len < n - 1 ? len : n - 1;
     memcpy(buf, name, copy);
     buf[copy] = '\0';
   }
-  return len;
+  return (int)len;
+}
+
+int uq__gen_symbol(const uq_key *key, char *buf, size_t n) {
+  if (buf != NULL && n > 0)
+    buf[0] = '\0';
+  uq__checked_key ck;
+  int rc = uq__key_check(key, &ck);
+  if (rc != 0)
+    return rc;
+  return uq__gen_symbol_of(&ck, buf, n);
 }
 
 static int append_template(uq__buf *out, const char *name) {
@@ -187,39 +182,21 @@ static void put_constants(uq__buf *out, const uq_key *key, unsigned threads,
   uq__buf_printf(out, "#define UQ_KERNEL_NAME %s\n", symbol);
 }
 
-int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
+int uq__gen_emit(const uq__checked_key *ck, uq__route route, uq__buf *out) {
   if (out == NULL)
-    return uq__errorf(UQ_EINVAL, "uq__gen_source: out is NULL");
-  uq__target_info info;
-  int rc = validate(key, &info);
-  if (rc != 0)
-    return rc;
+    return uq__errorf(UQ_EINVAL, "uq__gen_emit: out is NULL");
+  const uq_key *key = &ck->key;
   int amd_route = route == UQ__ROUTE_HIPRTC || route == UQ__ROUTE_CLANG;
   if (route != UQ__ROUTE_NVRTC && !amd_route)
     return uq__errorf(UQ_EINVAL, "unknown compile route %d", (int)route);
-  if ((info.family == UQ__TARGET_NVIDIA) != (route == UQ__ROUTE_NVRTC))
+  if ((ck->info.family == UQ__TARGET_NVIDIA) != (route == UQ__ROUTE_NVRTC))
     return uq__errorf(UQ_EINVAL, "route %s cannot compile for target %s",
                       uq__route_name(route), key->target);
-  /* Every kind of a layer's plan is refused where the target lacks the
-   * layer, so no cache ever holds a key the planner would not make. */
-  const uq__layer *layer = uq__layer_find(key->variant, &info);
-  if ((rc = uq__layer_check_target(layer, &info, key->target)) != 0)
-    return rc;
-  if (key->kind == UQ_KERNEL_DECODE &&
-      (rc = uq__layer_check_decode(layer, key->head_dim,
-                                   key->query_group_size)) != 0)
-    return rc;
-
-  char name[UQ__KEY_NAME_MAX];
+  const char *name = ck->name;
   char symbol[UQ__KEY_NAME_MAX];
-  int len = uq_key_name(key, name, sizeof name);
-  if (len < 0 || (size_t)len >= sizeof name)
-    return uq__errorf(UQ_EINVAL, "key name does not fit %d bytes",
-                      UQ__KEY_NAME_MAX);
-  len = uq__gen_symbol(key, symbol, sizeof symbol);
-  if (len < 0)
-    return len;
-  unsigned threads = block_threads(key, &info);
+  uq__gen_symbol_of(ck, symbol, sizeof symbol);
+  unsigned threads = uq__gen_threads_of(ck);
+  int rc;
 
   uq__buf_printf(out,
                  "/* uqjit %s kernel %s\n * route: %s. Generated from "
@@ -230,13 +207,18 @@ int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
   static const char *const store_parts[] = {"store.hip", NULL};
   const char *const *parts;
   switch (key->kind) {
-  case UQ_KERNEL_DECODE: parts = layer->templates; break;
+  case UQ_KERNEL_DECODE:
+    parts = uq__layer_templates(ck->layer, key->head_dim);
+    break;
   case UQ_KERNEL_REDUCE: parts = reduce_parts; break;
   case UQ_KERNEL_PROLOGUE: parts = prologue_parts; break;
   case UQ_KERNEL_STORE: parts = store_parts; break;
   default:
     return uq__errorf(UQ_EINVAL, "unknown kernel kind %u", (unsigned)key->kind);
   }
+  if (parts == NULL)
+    return uq__errorf(UQ_EINVAL, "the %s layer has no templates for head_dim %d",
+                      ck->layer->name, (int)key->head_dim);
   if ((rc = append_template(out, prelude_name(route))) != 0 ||
       (rc = append_template(out, "uq_abi.h")) != 0 ||
       (rc = append_template(out, "numerics.hip")) != 0)
@@ -248,4 +230,14 @@ int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
   if (out->status != 0)
     return uq__errorf(out->status, "out of memory emitting %s", name);
   return 0;
+}
+
+int uq__gen_source(const uq_key *key, uq__route route, uq__buf *out) {
+  if (out == NULL)
+    return uq__errorf(UQ_EINVAL, "uq__gen_source: out is NULL");
+  uq__checked_key ck;
+  int rc = uq__key_check(key, &ck);
+  if (rc != 0)
+    return rc;
+  return uq__gen_emit(&ck, route, out);
 }

@@ -133,7 +133,7 @@ static const char *dtype_name(uint32_t dtype) {
 
 /* ------------------------------------------------------------------ */
 
-static int validate_target(const uq_key *key) {
+static int validate_target(const uq_key *key, uq__target_info *info) {
   const char *t = key->target;
   size_t len = strnlen(t, UQ_TARGET_MAX);
   if (len == UQ_TARGET_MAX)
@@ -147,7 +147,7 @@ static int validate_target(const uq_key *key) {
                         "(build keys with memset, then fill)",
                         t);
   char canon[UQ_TARGET_MAX];
-  int rc = uq__target_parse(t, canon, sizeof canon, NULL);
+  int rc = uq__target_parse(t, canon, sizeof canon, info);
   if (rc != 0)
     return rc;
   if (strcmp(canon, t) != 0)
@@ -177,6 +177,63 @@ static int check_group_size(const kind_desc *d, const uq_key *key) {
   return 0;
 }
 
+int uq__key_query_fits(int64_t stride_seq, int64_t stride_head, int64_t hq,
+                       int64_t d, int64_t seqs) {
+  /* The last element's offset plus one, then its bytes (2 per element). */
+  int64_t last = 0, heads = 0;
+  if (__builtin_mul_overflow(seqs - 1, stride_seq, &last) ||
+      __builtin_mul_overflow(hq - 1, stride_head, &heads) ||
+      __builtin_add_overflow(last, heads, &last) ||
+      __builtin_add_overflow(last, d, &last) ||
+      __builtin_mul_overflow(last, (int64_t)2, &last))
+    return -1;
+  return 0;
+}
+
+int uq__key_block_size_ok(int64_t block_size) {
+  return block_size == 16 || block_size == 32 || block_size == 64 ||
+         block_size == 128 || block_size == 256;
+}
+
+int uq__key_window_ok(int64_t max_blocks_per_seq, int64_t block_size) {
+  return max_blocks_per_seq >= 1 && block_size >= 1 &&
+         max_blocks_per_seq * block_size <= INT32_MAX;
+}
+
+/* The decode fields a plan derives from the caller's shape: the rules
+ * the planner applies to the shape (lib/codegen/policy.c). */
+static int validate_decode_shape(const uq_key *key) {
+  if (!uq__key_window_ok(key->max_blocks_per_seq, key->kv_block_size))
+    return uq__errorf(UQ_EINVAL,
+                      "decode key max_blocks_per_seq %d and kv_block_size %d "
+                      "must be >= 1 and span at most %d tokens",
+                      (int)key->max_blocks_per_seq, (int)key->kv_block_size,
+                      INT32_MAX);
+  if (!uq__key_block_size_ok(key->kv_block_size))
+    return uq__errorf(UQ_EINVAL,
+                      "decode key kv_block_size %d is not 16, 32, 64, 128 "
+                      "or 256",
+                      (int)key->kv_block_size);
+  if (key->scale_e8 <= 0 || key->scale_e8 > UQ__KEY_SCALE_E8_MAX)
+    return uq__errorf(UQ_EINVAL,
+                      "decode key scale_e8 %lld must be in [1, %lld] (a "
+                      "softmax scale in (0, %g])",
+                      (long long)key->scale_e8, UQ__KEY_SCALE_E8_MAX,
+                      UQ__KEY_SCALE_MAX);
+  int64_t hq = (int64_t)key->query_group_size * key->num_kv_heads;
+  if (key->stride_q_seq <= 0 || key->stride_q_head <= 0 ||
+      uq__key_query_fits(key->stride_q_seq, key->stride_q_head, hq,
+                         key->head_dim, 2) != 0)
+    return uq__errorf(UQ_EINVAL,
+                      "decode key query strides (%lld, %lld) must be > 0 "
+                      "and address two sequences of %lld heads of %d "
+                      "elements with 64-bit byte offsets",
+                      (long long)key->stride_q_seq,
+                      (long long)key->stride_q_head, (long long)hq,
+                      (int)key->head_dim);
+  return 0;
+}
+
 static int validate_decode(const uq_key *key) {
   if (!uq__is_pow2(key->num_partitions) || key->num_partitions < 2 ||
       key->num_partitions > UQ__KEY_PARTITIONS_MAX)
@@ -190,22 +247,14 @@ static int validate_decode(const uq_key *key) {
                       "decode key tile_groups_per_partition %d must be a power "
                       "of two in [1, %d]",
                       (int)key->tile_groups_per_partition, UQ__KEY_TGPP_MAX);
-  if (key->max_blocks_per_seq < 1 || key->kv_block_size < 1)
-    return uq__errorf(UQ_EINVAL,
-                      "decode key max_blocks_per_seq %d and kv_block_size %d "
-                      "must be >= 1",
-                      (int)key->max_blocks_per_seq, (int)key->kv_block_size);
   int rc = check_group_size(&kinds[0], key);
   if (rc != 0)
     return rc;
-  if (key->scale_e8 <= 0)
-    return uq__errorf(UQ_EINVAL, "decode key scale_e8 %lld must be > 0",
-                      (long long)key->scale_e8);
+  if ((rc = validate_decode_shape(key)) != 0)
+    return rc;
   rc = check_padded_slot(key);
   if (rc != 0)
     return rc;
-  if (key->stride_q_seq <= 0 || key->stride_q_head <= 0)
-    return uq__errorf(UQ_EINVAL, "decode key query strides must be > 0");
   if (key->fuse_qrot != 0 && key->fuse_qrot != 1)
     return uq__errorf(UQ_EINVAL, "decode key fuse_qrot %d must be 0 or 1",
                       (int)key->fuse_qrot);
@@ -230,14 +279,14 @@ static int validate_decode(const uq_key *key) {
   return 0;
 }
 
-int uq_key_validate(const uq_key *key) {
-  uq__error_clear();
+/* uq_key_validate, filling in the key's target. */
+static int validate(const uq_key *key, uq__target_info *info) {
   if (key == NULL)
     return uq__errorf(UQ_EINVAL, "key is NULL");
   const kind_desc *d = find_kind(key->kind);
   if (d == NULL)
     return uq__errorf(UQ_EINVAL, "unknown key kind %u", (unsigned)key->kind);
-  int rc = validate_target(key);
+  int rc = validate_target(key, info);
   if (rc != 0)
     return rc;
   if (dtype_name(key->dtype) == NULL ||
@@ -250,8 +299,8 @@ int uq_key_validate(const uq_key *key) {
                         "%s key field '%s' is unused by this kind and must "
                         "be 0",
                         d->name, prefixes[f]);
-  /* Whether the target has the layer is the generator's question
-   * (lib/codegen/emit.c): a key only names it. */
+  /* Whether the target has the layer, and whether it serves the key, are
+   * uq__key_check's questions: a valid key only names a layer. */
   if (uq__layer_find(key->variant, NULL) == NULL) {
     char layers[128];
     uq__layer_list(layers, sizeof layers);
@@ -287,15 +336,16 @@ int uq_key_validate(const uq_key *key) {
   }
 }
 
+int uq_key_validate(const uq_key *key) {
+  uq__error_clear();
+  uq__target_info info;
+  return validate(key, &info);
+}
+
 /* ------------------------------------------------------------------ */
 
-int uq_key_name(const uq_key *key, char *buf, size_t n) {
-  if (buf != NULL && n > 0)
-    buf[0] = '\0';
-  /* Only valid keys have names, so every name parses back to its key. */
-  int rc = uq_key_validate(key);
-  if (rc != 0)
-    return rc;
+/* The name of a valid key into buf (see uq_key_name). */
+static int write_name(const uq_key *key, char *buf, size_t n) {
   const kind_desc *d = find_kind(key->kind);
   char tmp[UQ__KEY_NAME_MAX];
   char target[UQ_TARGET_MAX];
@@ -322,6 +372,39 @@ int uq_key_name(const uq_key *key, char *buf, size_t n) {
     buf[copy] = '\0';
   }
   return (int)used;
+}
+
+int uq_key_name(const uq_key *key, char *buf, size_t n) {
+  if (buf != NULL && n > 0)
+    buf[0] = '\0';
+  /* Only valid keys have names, so every name parses back to its key. */
+  int rc = uq_key_validate(key);
+  if (rc != 0)
+    return rc;
+  return write_name(key, buf, n);
+}
+
+int uq__key_check(const uq_key *key, uq__checked_key *out) {
+  uq__error_clear();
+  memset(out, 0, sizeof *out);
+  int rc = validate(key, &out->info);
+  if (rc != 0)
+    return rc;
+  out->key = *key; /* valid: zero after the target's NUL */
+  out->layer = uq__layer_find(key->variant, &out->info);
+  if ((rc = uq__layer_check_target(out->layer, &out->info, key->target)) != 0)
+    return rc;
+  if (key->kind == UQ_KERNEL_DECODE) {
+    const uq__layer_shape shape = {key->head_dim, key->query_group_size,
+                                   (uq_dtype)key->dtype};
+    if ((rc = uq__layer_check_decode(out->layer, &shape)) != 0)
+      return rc;
+  }
+  int len = write_name(key, out->name, sizeof out->name);
+  if (len < 0 || (size_t)len >= sizeof out->name)
+    return uq__errorf(UQ_EINVAL, "key name does not fit %d bytes",
+                      UQ__KEY_NAME_MAX);
+  return 0;
 }
 
 /* A non-negative decimal in its one spelling ("0" or no leading zero). */

@@ -4,9 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/base/env.h"
 #include "lib/base/error.h"
-#include "uqjit.h"
 
 static int always(const uq__target_info *info) {
   (void)info;
@@ -43,6 +41,11 @@ static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts) {
  * them need (sequence length, schedule, offsets, the empty partition). */
 static const char *const portable_templates[] = {
     "layer_common.hip", "layer_portable.hip", "decode.hip", NULL};
+/* Head dims whose V codes start 2 bytes off a 4-byte boundary (64) load
+ * them in 16-bit halves. */
+static const char *const portable_v16_templates[] = {
+    "layer_common.hip", "layer_portable.hip", "layer_portable_v16.hip",
+    "decode.hip", NULL};
 /* The sm_90 matrix layer is a whole kernel of its own. */
 static const char *const matrix_templates[] = {
     "layer_common.hip", "mma_sm90_maps.hip", "sm90_chunks.hip",
@@ -66,6 +69,13 @@ static const char *const gfx950_emu_templates[] = {
     "layer_common.hip",     "gfx950_maps.hip",   "cdna4_layouts.hip",
     "gfx950_prims_emu.hip", "decode_gfx950.hip", NULL};
 
+/* Query group sets (bit q: a group of q query heads per kv head). The
+ * portable layer is generic in the group and the head dim; the fast
+ * layers are written for groups of up to 16 (their templates
+ * static_assert it) and serve the three vLLM's launcher sends them. */
+#define QG_1_TO_16 0x1fffeu
+#define QG_6_8_16 ((1u << 6) | (1u << 8) | (1u << 16))
+
 /* The fast layers keep the portable launch contract (grid, workspace).
  * The sm_90 ones run four warps a block (decode_mma_sm90.hip
  * static_asserts it; one warpgroup is four warps), the gfx950 ones one
@@ -78,22 +88,25 @@ const uq__layer uq__layers[] = {
      .name = "portable",
      .available = always,
      .templates = portable_templates,
+     .templates_v16 = portable_v16_templates,
+     .head_dims = {64, 128, 256},
+     .query_groups = QG_1_TO_16,
      .min_partition_tokens = 192},
     {.variant = UQ_VARIANT_MATRIX,
      .name = "matrix",
      .available = uq__target_matrix_layer,
      .templates = matrix_templates,
      .block_threads = 128,
-     .head_dim = 256,
-     .max_query_group = 16,
+     .head_dims = {256},
+     .query_groups = QG_6_8_16,
      .min_partition_tokens = 192},
     {.variant = UQ_VARIANT_MATRIX,
      .name = "matrix",
      .available = uq__target_gfx950_layer,
      .templates = gfx950_templates,
      .block_threads = 64,
-     .head_dim = 256,
-     .max_query_group = 16,
+     .head_dims = {256},
+     .query_groups = QG_6_8_16,
      .min_partition_tokens = 192},
     {.variant = UQ_VARIANT_WARPGROUP,
      .name = "warpgroup",
@@ -101,8 +114,8 @@ const uq__layer uq__layers[] = {
      .needs = "sm_90a",
      .templates = warpgroup_templates,
      .block_threads = 128,
-     .head_dim = 256,
-     .max_query_group = 16,
+     .head_dims = {256},
+     .query_groups = QG_6_8_16,
      .min_partition_tokens = 64,
      .partitions = warpgroup_partitions},
     {.variant = UQ_VARIANT_GFX950_EMU,
@@ -111,8 +124,8 @@ const uq__layer uq__layers[] = {
      .needs = "NVIDIA sm_90 or newer",
      .templates = gfx950_emu_templates,
      .block_threads = 64,
-     .head_dim = 256,
-     .max_query_group = 16,
+     .head_dims = {256},
+     .query_groups = QG_6_8_16,
      .min_partition_tokens = 192,
      .opt_in = 1},
 };
@@ -132,30 +145,54 @@ const uq__layer *uq__layer_find(int variant, const uq__target_info *info) {
   return first;
 }
 
-/* The variant UQJIT_VARIANT names, or -1 when it is unset or invalid. The
- * environment module passes the value through unchecked: the names are
- * this table's. */
-static int requested_variant(void) {
-  static int warned;
-  const char *want = uq__env_get(UQ__ENV_VARIANT);
-  if (want == NULL)
-    return -1;
+int uq__layer_variant_named(const char *name) {
+  if (name == NULL)
+    return UQ__LAYER_UNKNOWN;
+  if (strcmp(name, "auto") == 0)
+    return UQ__LAYER_BEST;
   for (int r = 0; r < uq__layers_count; r++)
-    if (strcmp(want, uq__layers[r].name) == 0)
+    if (strcmp(name, uq__layers[r].name) == 0)
       return uq__layers[r].variant;
-  uq__warn_once(&warned, "ignoring invalid %s=%s",
-                uq__env_name(UQ__ENV_VARIANT), want);
-  return -1;
+  return UQ__LAYER_UNKNOWN;
 }
 
-const uq__layer *uq__layer_choose(const uq__target_info *info) {
-  int want = requested_variant();
-  for (int v = want < 0 ? uq__variants_count - 1 : want; v > 0; v--) {
+int uq__layer_serves(const uq__layer *layer, const uq__layer_shape *shape) {
+  int dim = 0;
+  for (int i = 0; i < UQ__LAYER_HEAD_DIMS && layer->head_dims[i] != 0; i++)
+    dim |= layer->head_dims[i] == shape->head_dim;
+  int group = shape->query_group >= 1 && shape->query_group < 32 &&
+              (layer->query_groups >> shape->query_group & 1u);
+  int dtype = shape->dtype == UQ_DTYPE_BF16 || shape->dtype == UQ_DTYPE_FP16;
+  return dim && group && dtype;
+}
+
+const uq__layer *uq__layer_choose(const uq__target_info *info,
+                                  const uq__layer_shape *shape, int requested) {
+  int top = requested < 0 || requested >= uq__variants_count
+                ? uq__variants_count - 1
+                : requested;
+  for (int v = top; v >= 0; v--) {
     const uq__layer *l = uq__layer_find(v, info);
-    if (l->available(info) && (!l->opt_in || v == want))
+    if (l != NULL && l->available(info) && (!l->opt_in || v == requested) &&
+        uq__layer_serves(l, shape))
       return l;
   }
-  return &uq__layers[0];
+  return NULL;
+}
+
+const char *const *uq__layer_templates(const uq__layer *layer,
+                                       int32_t head_dim) {
+  int v16 = (head_dim / 2 + head_dim / 32) % 4 != 0;
+  return v16 ? layer->templates_v16 : layer->templates;
+}
+
+unsigned uq__layer_block_threads(const uq__target_info *info, int variant) {
+  if (info == NULL)
+    return 0;
+  const uq__layer *layer = uq__layer_find(variant, info);
+  if (layer != NULL && layer->block_threads != 0 && layer->available(info))
+    return layer->block_threads;
+  return info->family == UQ__TARGET_NVIDIA ? 128u : 64u;
 }
 
 void uq__layer_list(char *buf, size_t n) {
@@ -191,17 +228,89 @@ int uq__layer_check_target(const uq__layer *layer, const uq__target_info *info,
                     layer->needs ? layer->needs : "", lower);
 }
 
-int uq__layer_check_decode(const uq__layer *layer, int32_t head_dim,
-                           int32_t query_group_size) {
-  int head_dim_ok = layer->head_dim == 0 || head_dim == layer->head_dim;
-  int group_ok = layer->max_query_group == 0 ||
-                 query_group_size <= layer->max_query_group;
-  if (head_dim_ok && group_ok)
+/* The head dims of a bit set (bit n: head_dim 1 << n) as "64, 128 or
+ * 256". */
+static size_t put_dims(uint32_t dims, char *buf, size_t n) {
+  size_t used = 0;
+  int count = __builtin_popcount(dims);
+  for (int b = 0, k = 0; b < 32 && used < n; b++)
+    if (dims >> b & 1u) {
+      used += (size_t)snprintf(buf + used, n - used, "%s%ld",
+                               k == 0 ? "" : k == count - 1 ? " or " : ", ",
+                               1L << b);
+      k++;
+    }
+  return used;
+}
+
+/* Query group sizes of a bit set (bit q) as "1 to 16" for a run, else
+ * as "6, 8 or 16". */
+static size_t put_groups(uint32_t groups, char *buf, size_t n) {
+  int lo = groups ? __builtin_ctz(groups) : 0;
+  int hi = groups ? 31 - __builtin_clz(groups) : 0;
+  int count = __builtin_popcount(groups);
+  if (count > 2 && count == hi - lo + 1)
+    return (size_t)snprintf(buf, n, "%d to %d", lo, hi);
+  size_t used = 0;
+  for (int q = 1, k = 0; q < 32 && used < n; q++)
+    if (groups >> q & 1u) {
+      used += (size_t)snprintf(buf + used, n - used, "%s%d",
+                               k == 0 ? "" : k == count - 1 ? " or " : ", ", q);
+      k++;
+    }
+  return used;
+}
+
+static uint32_t dim_bits(const uq__layer *l) {
+  uint32_t bits = 0;
+  for (int i = 0; i < UQ__LAYER_HEAD_DIMS && l->head_dims[i] != 0; i++)
+    bits |= 1u << __builtin_ctz((unsigned)l->head_dims[i]);
+  return bits;
+}
+
+void uq__layer_refusal(const uq__target_info *info,
+                       const uq__layer_shape *shape, char *buf, size_t n) {
+  /* What the rows the target has (opt-in ones aside) take, together. */
+  uint32_t dims = 0, groups = 0;
+  int dim_served = 0;
+  for (int r = 0; r < uq__layers_count; r++) {
+    const uq__layer *l = &uq__layers[r];
+    if (!l->available(info) || l->opt_in)
+      continue;
+    dims |= dim_bits(l);
+    uq__layer_shape at_dim = {shape->head_dim, 0, shape->dtype};
+    for (int q = 1; q < 32; q++) {
+      at_dim.query_group = q;
+      if (uq__layer_serves(l, &at_dim)) {
+        dim_served = 1;
+        groups |= 1u << q;
+      }
+    }
+  }
+  char set[96];
+  if (!dim_served) {
+    put_dims(dims, set, sizeof set);
+    snprintf(buf, n, "head_dim %d is not served (head_dim %s)",
+             (int)shape->head_dim, set);
+    return;
+  }
+  put_groups(groups, set, sizeof set);
+  snprintf(buf, n,
+           "query group size (q heads / kv heads) %d is not served at "
+           "head_dim %d (%s)",
+           (int)shape->query_group, (int)shape->head_dim, set);
+}
+
+int uq__layer_check_decode(const uq__layer *layer,
+                           const uq__layer_shape *shape) {
+  if (uq__layer_serves(layer, shape))
     return 0;
+  char dims[64], groups[96];
+  put_dims(dim_bits(layer), dims, sizeof dims);
+  put_groups(layer->query_groups, groups, sizeof groups);
   return uq__errorf(UQ_EINVAL,
-                    "the %s decode layer needs head_dim %d and a query group "
-                    "size <= %d, not %d and %d",
-                    layer->name, (int)layer->head_dim,
-                    (int)layer->max_query_group, (int)head_dim,
-                    (int)query_group_size);
+                    "the %s decode layer serves head_dim %s with query groups "
+                    "of %s, not head_dim %d with a query group of %d",
+                    layer->name, dims, groups, (int)shape->head_dim,
+                    (int)shape->query_group);
 }

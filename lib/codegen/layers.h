@@ -1,9 +1,9 @@
 /* The decode layers: one row per (variant, target family) (UQ_VARIANT_* in
  * uqjit.h: variant 1 is a different layer on NVIDIA and on gfx950), read by
- * the target rules (threads per block), the planner (which layer, how the
- * KV window is split), key validation (which variants exist) and source
- * emission (which templates, which keys a layer refuses). Adding a layer
- * is one row in layers.c plus its template files (docs/KERNELS.md, "The
+ * the planner (which layer serves a shape, how the KV window is split, how
+ * many threads a block runs), key checks (which variants exist, what a
+ * layer serves) and source emission (which templates). Adding a layer is
+ * one row in layers.c plus its template files (docs/KERNELS.md, "The
  * layer contract"). */
 #ifndef UQ_LAYERS_H
 #define UQ_LAYERS_H
@@ -12,6 +12,10 @@
 #include <stdint.h>
 
 #include "lib/codegen/target.h"
+#include "uqjit.h"
+
+/* The most head dims a row lists. */
+#define UQ__LAYER_HEAD_DIMS 4
 
 typedef struct uq__layer {
   int variant;      /* UQ_VARIANT_*: the key's variant field, v<N> in names */
@@ -25,22 +29,26 @@ typedef struct uq__layer {
    * order, NULL-terminated; they follow the shared prelude, ABI header,
    * numerics and specialization constants. */
   const char *const *templates;
+  /* The templates for a head dim whose V code run starts off a 4-byte
+   * boundary (uq__layer_templates), NULL when the row serves none. */
+  const char *const *templates_v16;
   /* Threads per block of the decode kernel where the target has the
    * layer; 0: the target's default (one wave64 on AMD, four warps on
    * NVIDIA). */
   unsigned block_threads;
-  /* Decode keys the layer serves: head_dim exactly this and a query group
-   * size of at most max_query_group (0: any). */
-  int32_t head_dim;
-  int32_t max_query_group;
+  /* The decode shapes the layer serves: one of these head dims (0-ended)
+   * and a query group size q whose bit (1u << q) is set. Every layer
+   * serves bf16 and fp16 queries. */
+  int32_t head_dims[UQ__LAYER_HEAD_DIMS];
+  uint32_t query_groups;
   /* Plan rules. The fewest tokens worth a partition of its own (vLLM's
    * 192 for the strided schedule). */
   int64_t min_partition_tokens;
   /* Adjusts the power-of-two partition count for a grid of kv_heads_total
    * (batch x kv heads) blocks per partition; NULL keeps vLLM's. */
   int64_t (*partitions)(int64_t kv_heads_total, int64_t parts);
-  /* 1: never chosen by default, only when UQJIT_VARIANT names it (the
-   * gfx950 emulation, a test vehicle). */
+  /* 1: never chosen by default, only when asked for by name (the gfx950
+   * emulation, a test vehicle). */
   int opt_in;
 } uq__layer;
 
@@ -56,24 +64,63 @@ extern const int uq__variants_count;
  * can name it; NULL for an unknown variant. */
 const uq__layer *uq__layer_find(int variant, const uq__target_info *info);
 
-/* The layer a plan for the target uses: the highest layer the target has
- * at or below the one UQJIT_VARIANT names (unset: the highest of all).
- * An opt-in layer is taken only when UQJIT_VARIANT names it exactly. An
- * invalid UQJIT_VARIANT is warned about once and ignored. */
-const uq__layer *uq__layer_choose(const uq__target_info *info);
+/* What a layer serves is decided by these fields of a decode shape. */
+typedef struct uq__layer_shape {
+  int32_t head_dim;
+  int32_t query_group; /* query heads per kv head */
+  uq_dtype dtype;      /* of the query and the output */
+} uq__layer_shape;
+
+/* 1 when the layer serves the shape (whether the target has the layer is
+ * `available`'s question). */
+int uq__layer_serves(const uq__layer *layer, const uq__layer_shape *shape);
+
+/* The variant a layer name asks for: UQ_VARIANT_* for a row's name,
+ * UQ__LAYER_BEST for "auto" (the best layer, as when nothing is asked),
+ * UQ__LAYER_UNKNOWN for anything else. */
+#define UQ__LAYER_BEST (-1)
+#define UQ__LAYER_UNKNOWN (-2)
+int uq__layer_variant_named(const char *name);
+
+/* The layer a plan of `shape` for the target uses: the highest row the
+ * target has that serves the shape, at or below `requested` (a variant;
+ * UQ__LAYER_BEST: the highest of all). An opt-in layer is taken only
+ * when requested exactly. NULL when no row the target has serves the
+ * shape (the portable row is on every target). */
+const uq__layer *uq__layer_choose(const uq__target_info *info,
+                                  const uq__layer_shape *shape, int requested);
+
+/* Threads per block of the decode kernel of a variant on a target (the
+ * launch contract shared by the plan, the templates and the launcher):
+ * the row's own count where the target has the layer, else one wave64 on
+ * AMD, four warps on NVIDIA; 0 for a NULL target. */
+unsigned uq__layer_block_threads(const uq__target_info *info, int variant);
+
+/* The decode kernel's templates of the layer at a head dim: the row's
+ * templates_v16 where V codes start off a 4-byte boundary (byte D/2 +
+ * D/32 of a slot: head_dim 64), else its templates. NULL where the row
+ * has no templates for that head dim. */
+const char *const *uq__layer_templates(const uq__layer *layer,
+                                       int32_t head_dim);
 
 /* "0 portable, 1 matrix, 2 warpgroup, 3 gfx950-emu": the variants, for
  * messages. */
 void uq__layer_list(char *buf, size_t n);
+
+/* Why no row the target has serves the shape, for a plan's reason: the
+ * field none of them takes and what they take, e.g. "head_dim 96 is not
+ * served (head_dim 64, 128 or 256)". */
+void uq__layer_refusal(const uq__target_info *info,
+                       const uq__layer_shape *shape, char *buf, size_t n);
 
 /* Sets the error for a key whose layer the target lacks and returns
  * UQ_EINVAL; 0 when the target has the layer. */
 int uq__layer_check_target(const uq__layer *layer, const uq__target_info *info,
                            const char *target);
 
-/* Sets the error for a decode key the layer cannot serve (head_dim, query
- * group size) and returns UQ_EINVAL; 0 when it can. */
-int uq__layer_check_decode(const uq__layer *layer, int32_t head_dim,
-                           int32_t query_group_size);
+/* Sets the error for a decode shape the layer does not serve and returns
+ * UQ_EINVAL; 0 when it serves it. */
+int uq__layer_check_decode(const uq__layer *layer,
+                           const uq__layer_shape *shape);
 
 #endif

@@ -11,6 +11,7 @@
 #include "lib/base/error.h"
 #include "lib/codegen/key.h"
 #include "lib/codegen/layers.h"
+#include "lib/codegen/policy.h"
 #include "lib/codegen/target.h"
 #include "lib/format/format.h"
 
@@ -18,8 +19,6 @@
 #define KV_COMPUTE_BLOCK 256
 /* Workspace regions start on this boundary. */
 #define WS_ALIGN 256
-/* The largest softmax scale a key can spell with room to spare. */
-#define SCALE_MAX 1.0e6
 
 void uq_shape_init(uq_shape *shape) {
   if (shape == NULL)
@@ -111,7 +110,7 @@ static int read_sizes(const uq_shape *shape, plan_in *in) {
                       (long long)in->d);
   in->qg = in->hq / in->hk;
   in->window = in->bs * in->mb;
-  if (in->window > INT32_MAX)
+  if (!uq__key_window_ok(in->mb, in->bs))
     return uq__errorf(UQ_EOVERFLOW,
                       "block_size %lld x max_blocks_per_seq %lld = %lld "
                       "tokens exceeds the int32 sequence lengths",
@@ -127,9 +126,9 @@ static int read_scale(const uq_shape *shape, plan_in *in) {
   float scale = shape->scale;
   if (scale == 0.0f)
     scale = 1.0f / sqrtf((float)in->d);
-  if (!isfinite(scale) || scale < 0.0f || scale > SCALE_MAX)
+  if (!isfinite(scale) || scale < 0.0f || scale > UQ__KEY_SCALE_MAX)
     return uq__errorf(UQ_EINVAL, "softmax scale %g must be in (0, %g]",
-                      (double)scale, SCALE_MAX);
+                      (double)scale, UQ__KEY_SCALE_MAX);
   in->scale_e8 = llround((double)scale * 1e8);
   if (in->scale_e8 <= 0)
     return uq__errorf(UQ_EINVAL,
@@ -156,13 +155,10 @@ static int read_options(const uq_shape *shape, plan_in *in) {
                       (long long)shape->q_stride_seq,
                       (long long)shape->q_stride_head);
   /* The query's last element, in bytes, must be addressable: the kernels
-   * index it with 64-bit offsets. */
-  int64_t last = 0, heads = 0;
-  if (__builtin_mul_overflow(in->batch - 1, in->stride_seq, &last) ||
-      __builtin_mul_overflow(in->hq - 1, in->stride_head, &heads) ||
-      __builtin_add_overflow(last, heads, &last) ||
-      __builtin_add_overflow(last, in->d, &last) ||
-      __builtin_mul_overflow(last, (int64_t)2, &last))
+   * index it with 64-bit offsets. The rule is the key's (at least two
+   * sequences), so that every key a plan makes is a valid key. */
+  if (uq__key_query_fits(in->stride_seq, in->stride_head, in->hq, in->d,
+                         in->batch > 2 ? in->batch : 2) != 0)
     return uq__errorf(UQ_EOVERFLOW,
                       "query strides (%lld, %lld) overflow the query's size",
                       (long long)in->stride_seq, (long long)in->stride_head);
@@ -175,18 +171,10 @@ static int read_options(const uq_shape *shape, plan_in *in) {
   return read_scale(shape, in);
 }
 
-/* The target and its layer: by default the best one uqjit has for the
- * target (lib/codegen/layers.c); UQJIT_VARIANT may ask for a lower one, to
- * compare or to work around one, but a layer the target lacks is never
- * chosen. The variant is part of every key (the name spells it as v0 /
- * v1 / v2), so all layers can live in one cache. */
+/* The target: canonical, with what the layer table needs to know. */
 static int read_target(const char *target, plan_in *in) {
-  int rc = uq__target_parse(target ? target : "gfx950", in->target,
-                            sizeof in->target, &in->info);
-  if (rc != 0)
-    return rc;
-  in->layer = uq__layer_choose(&in->info);
-  return 0;
+  return uq__target_parse(target ? target : "gfx950", in->target,
+                          sizeof in->target, &in->info);
 }
 
 /* Refusals of the fast path: not an error, the caller reads the reason. */
@@ -200,22 +188,28 @@ static int ineligible(uq_plan *plan, const char *fmt, ...) {
   return 1;
 }
 
-/* 0 when the fast path serves the shape, else 1 with the reason set. */
-static int refuse(const uq_shape *shape, const plan_in *in, uq_plan *plan) {
-  if (in->d != 256)
-    return ineligible(plan, "head_dim %lld is not 256", (long long)in->d);
-  if (in->qg != 6 && in->qg != 8 && in->qg != 16)
-    return ineligible(plan,
-                      "query group size (q heads / kv heads) %lld is not 6, 8 "
-                      "or 16",
-                      (long long)in->qg);
+/* The layer, 0 when some row the target has serves the shape, else 1
+ * with the reason set; then what every layer needs. By default the best
+ * layer the target has for the shape (lib/codegen/layers.c); `requested`
+ * may ask for a lower one, to compare or to work around one, but a layer
+ * the target lacks or that does not serve the shape is never chosen. The
+ * variant is part of every key (the name spells it as v0 / v1 / ...), so
+ * all layers can live in one cache. */
+static int choose_layer(const uq_shape *shape, plan_in *in, int requested,
+                        uq_plan *plan) {
+  const uq__layer_shape ls = {(int32_t)in->d, (int32_t)in->qg, in->dtype};
+  in->layer = uq__layer_choose(&in->info, &ls, requested);
+  if (in->layer == NULL) {
+    uq__layer_refusal(&in->info, &ls, plan->reason, sizeof plan->reason);
+    plan->eligible = 0;
+    return 1;
+  }
   if (shape->has_sinks)
     return ineligible(plan, "attention sinks are not supported");
   if (shape->sliding_window > 0)
     return ineligible(plan, "sliding window %lld is not supported",
                       (long long)shape->sliding_window);
-  if (in->bs != 16 && in->bs != 32 && in->bs != 64 && in->bs != 128 &&
-      in->bs != 256)
+  if (!uq__key_block_size_ok(in->bs))
     return ineligible(plan,
                       "block_size %lld is not 16, 32, 64, 128 or 256",
                       (long long)in->bs);
@@ -326,7 +320,53 @@ static void set_keys(const plan_in *in, plan_split s, uq_plan *plan) {
   }
 }
 
+int uq__plan_requested(const char *variant, int *requested) {
+  static int warned;
+  *requested = UQ__LAYER_BEST;
+  if (variant == NULL) {
+    /* The environment module passes the value through unchecked: the
+     * names are the layer table's. */
+    const char *env = uq__env_get(UQ__ENV_VARIANT);
+    int v = uq__layer_variant_named(env);
+    if (env != NULL && v == UQ__LAYER_UNKNOWN)
+      uq__warn_once(&warned, "ignoring invalid %s=%s",
+                    uq__env_name(UQ__ENV_VARIANT), env);
+    else if (env != NULL)
+      *requested = v;
+    return 0;
+  }
+  int v = uq__layer_variant_named(variant);
+  if (v == UQ__LAYER_UNKNOWN) {
+    char layers[128];
+    uq__layer_list(layers, sizeof layers);
+    return uq__errorf(UQ_EINVAL,
+                      "unknown variant '%s': expected auto or a layer name "
+                      "(%s)",
+                      variant, layers);
+  }
+  *requested = v;
+  return 0;
+}
+
 int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
+  return uq_plan_make_variant(shape, target, NULL, plan);
+}
+
+int uq_plan_make_variant(const uq_shape *shape, const char *target,
+                         const char *variant, uq_plan *plan) {
+  uq__error_clear();
+  int requested;
+  int rc = uq__plan_requested(variant, &requested);
+  if (rc != 0) {
+    if (plan != NULL)
+      memset(plan, 0, sizeof *plan);
+    return rc;
+  }
+  return uq__plan_make(shape, target, requested, plan);
+}
+
+int uq__plan_make(const uq_shape *shape, const char *target, int requested,
+                  uq_plan *plan) {
   uq__error_clear();
   if (shape == NULL || plan == NULL)
     return uq__errorf(UQ_EINVAL, "shape or plan is NULL");
@@ -340,12 +380,15 @@ int uq_plan_make(const uq_shape *shape, const char *target, uq_plan *plan) {
     rc = read_target(target, &in);
   if (rc != 0)
     return rc;
-  /* Ineligible plans report these too. */
+  /* Ineligible plans report these too (block_threads: the layer's when
+   * one serves the shape, else the portable layer's). */
   plan->query_group_size = (int32_t)in.qg;
   plan->padded_slot = in.padded;
   plan->scale = (float)((double)in.scale_e8 / 1e8);
-  plan->block_threads = uq__target_block_threads(&in.info, in.layer->variant);
-  if (refuse(shape, &in, plan))
+  int refused = choose_layer(shape, &in, requested, plan);
+  plan->block_threads = uq__layer_block_threads(
+      &in.info, in.layer != NULL ? in.layer->variant : UQ_VARIANT_PORTABLE);
+  if (refused)
     return 0;
   plan_split s = split_kv(&in);
   /* Every plan's keys must be valid keys (uq_key_validate). */

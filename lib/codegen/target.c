@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "lib/base/error.h"
-#include "lib/codegen/layers.h"
 #include "uqjit.h"
 
 /* Longest input we look at; anything longer cannot be a target we know. */
@@ -237,13 +236,4 @@ int uq__target_warpgroup_layer(const uq__target_info *info) {
    * tcgen05 instead). */
   return info != NULL && info->family == UQ__TARGET_NVIDIA &&
          info->arch == 90 && strcmp(info->arch_name, "sm_90a") == 0;
-}
-
-unsigned uq__target_block_threads(const uq__target_info *info, int variant) {
-  if (info == NULL)
-    return 0;
-  const uq__layer *layer = uq__layer_find(variant, info);
-  if (layer != NULL && layer->block_threads != 0 && layer->available(info))
-    return layer->block_threads;
-  return info->family == UQ__TARGET_NVIDIA ? 128u : 64u;
 }

@@ -50,10 +50,4 @@ int uq__target_warpgroup_layer(const uq__target_info *info);
  * templates' uq_grid_wait follows the same rule (__CUDA_ARCH__ >= 900). */
 int uq__target_dependent_launch(const uq__target_info *info);
 
-/* Threads per block of the decode kernel generated for a target and variant
- * (the launch contract shared by the plan, the templates and the launcher):
- * the layer's own count (lib/codegen/layers.c) where the target has the
- * layer, else one wave64 on AMD, four warps on NVIDIA. */
-unsigned uq__target_block_threads(const uq__target_info *info, int variant);
-
 #endif

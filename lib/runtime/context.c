@@ -9,6 +9,7 @@
 
 #include "lib/base/alloc.h"
 #include "lib/base/error.h"
+#include "lib/codegen/policy.h"
 #include "lib/runtime/jit.h"
 
 static uint64_t next_context_id = 1;
@@ -16,8 +17,8 @@ static uint64_t next_context_id = 1;
 void uq_context_options_init(uq_context_options *opts) {
   if (opts == NULL)
     return;
-  memset(opts, 0, sizeof *opts); /* device 0, target and cache from the
-                                   * environment */
+  memset(opts, 0, sizeof *opts); /* device 0, target, cache and layer
+                                   * from the environment */
   opts->use_disk_cache = 1;
 }
 
@@ -143,16 +144,21 @@ int uq_context_create(const uq_context_options *opts, uq_context **out) {
   if (opts->device < 0 && opts->target == NULL)
     return uq__errorf(UQ_EINVAL,
                       "a context without a device (device -1) needs a target");
+  /* The layer is read once, here: decodes read no environment. */
+  int variant;
+  int rc = uq__plan_requested(opts->variant, &variant);
+  if (rc != 0)
+    return rc;
 
   uq_context *ctx = uq__calloc(1, sizeof *ctx);
   if (ctx == NULL)
     return uq__errorf(UQ_ENOMEM, "out of memory creating a context");
-  int rc = 0;
   if (pthread_mutex_init(&ctx->dev_mutex, NULL) != 0) {
     uq__free(ctx);
     return uq__errorf(UQ_ENOMEM, "pthread_mutex_init failed");
   }
   ctx->device = opts->device;
+  ctx->variant = variant;
   ctx->id = __atomic_fetch_add(&next_context_id, 1, __ATOMIC_RELAXED);
 
   rc = uq__table_create(build_entry, release_entry, ctx, &ctx->table);
@@ -207,6 +213,14 @@ void uq_context_destroy(uq_context *ctx) {
 
 const char *uq_context_target(const uq_context *ctx) {
   return ctx != NULL ? ctx->target : "";
+}
+
+int uq_context_plan(const uq_context *ctx, const uq_shape *shape,
+                    uq_plan *plan) {
+  uq__error_clear();
+  if (ctx == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_context_plan: ctx is NULL");
+  return uq__plan_make(shape, ctx->target, ctx->variant, plan);
 }
 
 int uq_get_stats(const uq_context *ctx, uq_stats *stats) {

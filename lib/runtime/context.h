@@ -15,6 +15,8 @@
 struct uq_context {
   char target[UQ_TARGET_MAX]; /* canonical */
   uq__target_info tinfo;
+  int variant;                /* the layer asked for (uq__plan_requested),
+                               * fixed at creation */
   int device;                 /* -1: compile only */
   uint64_t id;                /* unique per process, never reused */
   uq__cache *cache;           /* NULL when use_disk_cache = 0 */

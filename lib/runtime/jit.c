@@ -34,24 +34,25 @@ static uq__route canonical_route(const char *target) {
   return strncmp(target, "sm_", 3) == 0 ? UQ__ROUTE_NVRTC : UQ__ROUTE_CLANG;
 }
 
-/* The source of `key` for `route` into `src` (initialised by the caller). */
-static int gen_source(const uq_key *key, uq__route route, uq__buf *src) {
-  int rc = uq__gen_source(key, route, src);
+/* The source of a checked key for `route` into `src` (initialised by the
+ * caller). */
+static int gen_source(const uq__checked_key *ck, uq__route route,
+                      uq__buf *src) {
+  int rc = uq__gen_emit(ck, route, src);
   if (rc == 0 && src->status != 0)
     rc = uq__errorf(src->status, "out of memory generating a kernel source");
   return rc;
 }
 
-int uq__jit_kernel_digest(const uq_key *key, char *symbol, size_t n,
+int uq__jit_kernel_digest(const uq__checked_key *ck, char *symbol, size_t n,
                           uq__digest *out) {
-  int need = uq__gen_symbol(key, symbol, n);
-  if (need < 0)
-    return need;
+  const uq_key *key = &ck->key;
+  int need = uq__gen_symbol_of(ck, symbol, n);
   if ((size_t)need >= n)
     return uq__errorf(UQ_EINVAL, "kernel symbol %s... does not fit", symbol);
   uq__buf src;
   uq__buf_init(&src);
-  int rc = gen_source(key, canonical_route(key->target), &src);
+  int rc = gen_source(ck, canonical_route(key->target), &src);
   if (rc == 0) {
     const uq__cache_field fields[] = {
         {"target", key->target, strlen(key->target)},
@@ -64,14 +65,17 @@ int uq__jit_kernel_digest(const uq_key *key, char *symbol, size_t n,
   return rc;
 }
 
-/* Compiles e->key with `cc` and publishes the object under `digest`. */
+/* Compiles the checked key of `e` with `cc` and publishes the object under
+ * `digest`. */
 static int compile_and_store(uq_context *ctx, uq__entry *e,
+                             const uq__checked_key *ck,
                              const uq__compiler *cc, const uq__digest *digest,
-                             const char *name, void **obj, size_t *obj_len) {
-  const uq_key *key = &e->key;
+                             void **obj, size_t *obj_len) {
+  const uq_key *key = &ck->key;
+  const char *name = ck->name;
   uq__buf src;
   uq__buf_init(&src);
-  int rc = gen_source(key, uq__compiler_route(cc), &src);
+  int rc = gen_source(ck, uq__compiler_route(cc), &src);
   if (rc != 0)
     goto done;
   double t0 = now_seconds();
@@ -102,17 +106,23 @@ done:
 }
 
 int uq__jit_object(uq_context *ctx, uq__entry *e) {
-  const uq_key *key = &e->key;
   const uq__compiler *cc = NULL;
   void *obj = NULL;
   size_t obj_len = 0;
-  char name[512] = "", why[1024] = "";
-  uq_key_name(key, name, sizeof name);
-  uq__digest digest;
-  int rc = uq__jit_kernel_digest(key, e->symbol, sizeof e->symbol, &digest);
+  char why[1024] = "";
+  /* The one check of the key on this path: below, the checked key. */
+  uq__checked_key checked;
+  const uq__checked_key *ck = &checked;
+  int rc = uq__key_check(&e->key, &checked);
   if (rc != 0)
     return rc;
-  e->block_threads = uq__gen_block_threads(key);
+  const uq_key *key = &ck->key;
+  const char *name = ck->name;
+  uq__digest digest;
+  rc = uq__jit_kernel_digest(ck, e->symbol, sizeof e->symbol, &digest);
+  if (rc != 0)
+    return rc;
+  e->block_threads = uq__gen_threads_of(ck);
 
   /* The compiler only decides which entry is preferred; without one any
    * valid entry serves. With UQJIT_DISABLE_JIT none is looked for. */
@@ -173,7 +183,7 @@ int uq__jit_object(uq_context *ctx, uq__entry *e) {
     rc = uq__errorf(cc_status, "%s", why);
     goto cleanup;
   }
-  rc = compile_and_store(ctx, e, cc, &digest, name, &obj, &obj_len);
+  rc = compile_and_store(ctx, e, ck, cc, &digest, &obj, &obj_len);
   if (rc != 0)
     goto cleanup;
   snprintf(e->compiler, sizeof e->compiler, "%s", uq__compiler_identity(cc));
@@ -202,14 +212,13 @@ int uq_kernel_source(const uq_key *key, char **src, size_t *len) {
   *src = NULL;
   if (len != NULL)
     *len = 0;
-  int rc = uq_key_validate(key);
+  uq__checked_key ck;
+  int rc = uq__key_check(key, &ck);
   if (rc != 0)
     return rc;
   uq__buf buf;
   uq__buf_init(&buf);
-  rc = uq__gen_source(key, uq__route_for_target(key->target), &buf);
-  if (rc == 0 && buf.status != 0)
-    rc = uq__errorf(buf.status, "out of memory generating a kernel source");
+  rc = gen_source(&ck, uq__route_for_target(key->target), &buf);
   if (rc != 0) {
     uq__buf_free(&buf);
     return rc;
@@ -231,7 +240,9 @@ int uq_code_object(uq_context *ctx, const uq_key *key, void **obj,
     return uq__errorf(UQ_EINVAL, "uq_code_object: NULL argument");
   *obj = NULL;
   *len = 0;
-  int rc = uq_key_validate(key);
+  /* Refused before it reaches the table, which remembers every key. */
+  uq__checked_key ck;
+  int rc = uq__key_check(key, &ck);
   if (rc != 0)
     return rc;
   uq__entry *e;
@@ -283,7 +294,8 @@ static void *compile_worker(void *arg) {
     uq__error_clear();
     uq__entry *e = NULL;
     int was_hit = 0;
-    int rc = uq_key_validate(key);
+    uq__checked_key ck;
+    int rc = uq__key_check(key, &ck);
     if (rc == 0)
       rc = uq__context_object(job->ctx, key, 1, &e, &was_hit);
     int from_cache = rc == 0 && (was_hit || e->from_disk);
@@ -445,12 +457,13 @@ int uq_cache_find(const char *dir, const uq_key *key, uq_cache_visit_fn visit,
   uq__error_clear();
   if (key == NULL)
     return uq__errorf(UQ_EINVAL, "uq_cache_find: key is NULL");
-  int rc = uq_key_validate(key);
+  uq__checked_key ck;
+  int rc = uq__key_check(key, &ck);
   if (rc != 0)
     return rc;
   char symbol[UQ__SYMBOL_MAX];
   uq__digest digest;
-  rc = uq__jit_kernel_digest(key, symbol, sizeof symbol, &digest);
+  rc = uq__jit_kernel_digest(&ck, symbol, sizeof symbol, &digest);
   if (rc != 0)
     return rc;
   char *layers = NULL;
@@ -466,9 +479,7 @@ int uq_cache_find(const char *dir, const uq_key *key, uq_cache_visit_fn visit,
   if (rc == 0 && visit != NULL)
     report_found(found, visit, user);
   if (rc == UQ_ENOENT) {
-    char name[512];
-    uq_key_name(key, name, sizeof name);
-    uq__errorf(rc, "no valid cache entry for %s%s%s%s", name,
+    uq__errorf(rc, "no valid cache entry for %s%s%s%s", ck.name,
                found->rejected[0] ? " (" : "", found->rejected,
                found->rejected[0] ? ")" : "");
   }

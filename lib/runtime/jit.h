@@ -2,17 +2,19 @@
 #ifndef UQ_JIT_H
 #define UQ_JIT_H
 
+#include "lib/codegen/key.h"
 #include "lib/runtime/context.h"
 
-/* The digest that names e->key's kernel in the disk cache, and its
+/* The digest that names a checked key's kernel in the disk cache, and its
  * symbol: XXH3-128 over the cache format version, target, symbol and the
  * source generated for the target family's canonical route (NVRTC for
  * NVIDIA, offline clang for AMD), so no compiler is loaded to find it.
  * 0 or a UQ_E* status. */
-int uq__jit_kernel_digest(const uq_key *key, char *symbol, size_t n,
+int uq__jit_kernel_digest(const uq__checked_key *ck, char *symbol, size_t n,
                           uq__digest *out);
 
-/* Builds the code-object entry `e` (device -1 in the table) of e->key:
+/* Builds the code-object entry `e` (device -1 in the table) of e->key,
+ * checked once (uq__key_check) and then passed down as checked:
  * looks the kernel's digest up in the context's disk cache, preferring the
  * entry of the compiler this process would use (none is loaded when
  * UQJIT_DISABLE_JIT is set: any valid entry serves); on a miss, unless

@@ -18,7 +18,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "lib/base/env.h"
 #include "lib/base/error.h"
 #include "lib/format/format.h"
 #include "lib/runtime/context.h"
@@ -26,14 +25,13 @@
 
 /* The last plan of this thread: repeated decodes of one shape on one
  * context (the serving loop) skip planning and the table lookups. Keyed by
- * the context's id (never reused, unlike its address), the shape's bytes
- * and the UQJIT_VARIANT setting the plan depends on. Entries stay valid
- * until the context is destroyed, and a destroyed context's id never
+ * the context's id (never reused, unlike its address) and the shape's
+ * bytes; the layer is the context's, fixed at its creation. Entries stay
+ * valid until the context is destroyed, and a destroyed context's id never
  * matches again. */
 typedef struct plan_cache {
   uint64_t ctx_id;
   uq_shape shape;
-  char variant[16];
   uq_plan plan;
   uq__entry *decode, *reduce, *prologue;
 } plan_cache;
@@ -42,18 +40,6 @@ static _Thread_local plan_cache tls_plan;
 
 static int misaligned(const void *p, uintptr_t align) {
   return ((uintptr_t)p & (align - 1)) != 0;
-}
-
-/* Read on every call, hit or miss: uq_plan_make honours UQJIT_VARIANT per
- * call, callers may switch it between calls on one context
- * (tests/gpu_decode.c does), and the environment gives no change signal to
- * cache against. One getenv scan costs tens of nanoseconds, next to
- * microseconds of launches. */
-static void variant_setting(char out[16]) {
-  const char *v = uq__env_get(UQ__ENV_VARIANT);
-  memset(out, 0, 16);
-  if (v != NULL)
-    strncpy(out, v, 15);
 }
 
 /* Finds (builds, loads) every kernel of the plan in pc. */
@@ -210,17 +196,14 @@ int uq_decode(uq_context *ctx, const uq_shape *shape,
     return uq__errorf(UQ_ENODEV, "uq_decode: the context has no device");
 
   plan_cache *pc = &tls_plan;
-  char variant[16];
-  variant_setting(variant);
   int cached = pc->ctx_id == ctx->id &&
-               memcmp(&pc->shape, shape, sizeof *shape) == 0 &&
-               memcmp(pc->variant, variant, sizeof variant) == 0;
+               memcmp(&pc->shape, shape, sizeof *shape) == 0;
   int rc;
   if (!cached) {
     /* Validate what planning does not, before a compile can start. */
     pc->ctx_id = 0;
     uq_plan plan;
-    rc = uq_plan_make(shape, ctx->target, &plan);
+    rc = uq_context_plan(ctx, shape, &plan);
     if (rc != 0)
       return rc;
     if (!plan.eligible)
@@ -252,7 +235,6 @@ int uq_decode(uq_context *ctx, const uq_shape *shape,
     if (rc != 0)
       return rc;
     memcpy(&pc->shape, shape, sizeof *shape);
-    memcpy(pc->variant, variant, sizeof variant);
     pc->ctx_id = ctx->id;
     /* Compiling or loading may have switched this thread's context. */
     rc = pf->make_current(dev);

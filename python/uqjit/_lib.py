@@ -94,7 +94,8 @@ class StoreArgs(ctypes.Structure):
 
 class ContextOptions(ctypes.Structure):
     _fields_ = [("target", c_char_p), ("device", c_int),
-                ("cache_dir", c_char_p), ("use_disk_cache", c_int)]
+                ("cache_dir", c_char_p), ("use_disk_cache", c_int),
+                ("variant", c_char_p)]
 
 
 class CompileSummary(ctypes.Structure):
@@ -142,6 +143,8 @@ _PROTOTYPES = {
     "uq_key_parse": (c_int, [c_char_p, POINTER(Key)]),
     "uq_key_validate": (c_int, [POINTER(Key)]),
     "uq_plan_make": (c_int, [POINTER(Shape), c_char_p, POINTER(Plan)]),
+    "uq_plan_make_variant": (c_int, [POINTER(Shape), c_char_p, c_char_p,
+                                     POINTER(Plan)]),
     "uq_store_key": (c_int, [c_int, c_int, c_int, c_int, c_char_p,
                              POINTER(Key)]),
     "uq_reference_decode": (c_int, [POINTER(Shape), POINTER(DecodeArgs)]),
@@ -153,6 +156,7 @@ _PROTOTYPES = {
                                   POINTER(c_void_p)]),
     "uq_context_destroy": (None, [c_void_p]),
     "uq_context_target": (c_char_p, [c_void_p]),
+    "uq_context_plan": (c_int, [c_void_p, POINTER(Shape), POINTER(Plan)]),
     "uq_kernel_source": (c_int, [POINTER(Key), POINTER(c_void_p),
                                  POINTER(c_size_t)]),
     "uq_compile_keys": (c_int, [c_void_p, POINTER(Key), c_size_t, c_int,

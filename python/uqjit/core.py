@@ -159,12 +159,19 @@ class PlanInfo:
                 for i in range(self.raw.num_kernels)]
 
 
-def plan_shape(shape: L.Shape, target: Optional[str] = None) -> PlanInfo:
-    """uq_plan_make for a uq_shape. An ineligible shape gives
-    eligible=False; a malformed one raises UqjitError."""
+def plan_shape(shape: L.Shape, target: Optional[str] = None,
+               variant: Optional[str] = None) -> PlanInfo:
+    """uq_plan_make_variant for a uq_shape: the decode layer `variant`
+    names ("portable", "matrix", "warpgroup", "gfx950-emu", "auto" for the
+    best; None: UQJIT_VARIANT). An ineligible shape gives eligible=False; a
+    malformed one, or an unknown variant, raises UqjitError."""
     p = L.Plan()
-    check(L.lib().uq_plan_make(byref(shape), _enc(target), byref(p)),
-          "plan")
+    check(L.lib().uq_plan_make_variant(byref(shape), _enc(target),
+                                       _enc(variant), byref(p)), "plan")
+    return _plan_info(p, target)
+
+
+def _plan_info(p: L.Plan, target: Optional[str]) -> PlanInfo:
     keys = [p.kernels[i] for i in range(p.num_kernels)]
     return PlanInfo(
         eligible=bool(p.eligible), reason=_s(p.reason),
@@ -186,24 +193,26 @@ def plan_shape(shape: L.Shape, target: Optional[str] = None) -> PlanInfo:
 
 def plan(batch, num_q_heads, num_kv_heads, head_dim, block_size,
          max_blocks_per_seq, target: Optional[str] = None,
-         **shape_fields) -> PlanInfo:
+         variant: Optional[str] = None, **shape_fields) -> PlanInfo:
     """Plans a decode shape (the fields of make_shape) for a target
-    (None = gfx950)."""
+    (None = gfx950) and a decode layer (see plan_shape)."""
     return plan_shape(make_shape(batch, num_q_heads, num_kv_heads, head_dim,
                                  block_size, max_blocks_per_seq,
-                                 **shape_fields), target)
+                                 **shape_fields), target, variant)
 
 
 def deployment_keys(num_q_heads, num_kv_heads, head_dim, block_size,
                     max_blocks_per_seq, batch_sizes, target: str,
-                    store_dtypes=("bf16",), **shape_fields) -> List[str]:
+                    store_dtypes=("bf16",), variant: Optional[str] = None,
+                    **shape_fields) -> List[str]:
     """Key names a deployment needs on one target: each batch size's plan
-    plus the store kernels (deduplicated, in order). Raises ValueError for
-    an ineligible shape."""
+    (with the decode layer `variant` names, see plan_shape) plus the store
+    kernels (deduplicated, in order). Raises ValueError for an ineligible
+    shape."""
     names: List[str] = []
     for b in batch_sizes:
         p = plan(b, num_q_heads, num_kv_heads, head_dim, block_size,
-                 max_blocks_per_seq, target, **shape_fields)
+                 max_blocks_per_seq, target, variant, **shape_fields)
         if not p.eligible:
             raise ValueError("batch %d: not eligible: %s" % (b, p.reason))
         names += p.kernels
@@ -227,18 +236,23 @@ class Context:
     """A uq_context (closed by close() or the with statement).
 
     Context(target="sm_90a", device=-1) compiles without a GPU;
-    Context(device=0) opens the device and uses its target."""
+    Context(device=0) opens the device and uses its target. `variant`
+    names the decode layer its plans and decodes use (see plan_shape);
+    None takes UQJIT_VARIANT as it is now."""
 
     def __init__(self, target: Optional[str] = None, device: int = 0,
                  cache_dir: Optional[str] = None,
-                 use_disk_cache: bool = True):
+                 use_disk_cache: bool = True,
+                 variant: Optional[str] = None):
         lib = L.lib()
         opts = L.ContextOptions()
         lib.uq_context_options_init(byref(opts))
         self._target_b = _enc(target)  # kept alive while the call runs
         self._cache_b = _enc(cache_dir)
+        self._variant_b = _enc(variant)
         opts.target, opts.device = self._target_b, device
         opts.cache_dir, opts.use_disk_cache = self._cache_b, int(use_disk_cache)
+        opts.variant = self._variant_b
         handle = c_void_p()
         check(lib.uq_context_create(byref(opts), byref(handle)),
               "create context")
@@ -271,6 +285,14 @@ class Context:
             self.close()
         except Exception:
             pass
+
+    def plan_shape(self, shape: L.Shape) -> PlanInfo:
+        """uq_context_plan: the plan uq_decode makes for a uq_shape on this
+        context (its target and layer); size workspaces with it."""
+        p = L.Plan()
+        check(L.lib().uq_context_plan(self.handle, byref(shape), byref(p)),
+              "plan")
+        return _plan_info(p, self.target)
 
     def stats(self) -> Dict[str, float]:
         st = L.Stats()

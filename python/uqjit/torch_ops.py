@@ -7,7 +7,7 @@ from ctypes import byref, c_void_p
 from typing import Dict, Optional, Tuple
 
 from . import _lib as L
-from .core import Context, check, make_shape, plan_shape
+from .core import Context, check, make_shape
 
 _lock = threading.Lock()
 _contexts: Dict[int, Context] = {}
@@ -120,7 +120,7 @@ def _shape_of(query, kv_cache, block_table, scale, max_num_kv_splits, ctx):
         s = make_shape(B, Hq, Hk, D, BS, block_table.shape[1], PS,
                        max_num_kv_splits, scale, dt, query.stride(0),
                        query.stride(1))
-        p = plan_shape(s, ctx.target)
+        p = ctx.plan_shape(s)
         if not p.eligible:
             raise ValueError("uqjit: shape not eligible: " + p.reason)
         hit = (s, p.workspace_bytes)

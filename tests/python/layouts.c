@@ -76,6 +76,7 @@ int main(void) {
   BEGIN(uq_context_options);
   F(uq_context_options, target); F(uq_context_options, device);
   F(uq_context_options, cache_dir); F(uq_context_options, use_disk_cache);
+  F(uq_context_options, variant);
   end();
   BEGIN(uq_compile_summary);
   F(uq_compile_summary, keys); F(uq_compile_summary, compiled);

@@ -295,6 +295,12 @@ PLAN_SHAPES = [
          q_stride_seq=16 * 512, q_stride_head=512),
     dict(batch=64, q=32, kv=2, d=256, bs=64, mb=512, target="gfx942"),
     dict(batch=4, q=8, kv=2, d=128, bs=32, mb=64, target="gfx950"),
+    dict(batch=3, q=20, kv=4, d=64, bs=16, mb=9, target="sm_90a"),
+    dict(batch=4, q=8, kv=2, d=96, bs=32, mb=64, target="gfx942"),
+    dict(batch=4, q=16, kv=2, d=256, bs=32, mb=64, target="sm_90a",
+         variant="portable"),
+    dict(batch=4, q=16, kv=2, d=256, bs=32, mb=64, target="sm_90a",
+         variant="matrix"),
 ]
 
 
@@ -309,6 +315,8 @@ class Plans(unittest.TestCase):
             args += ["--q-stride-seq", str(s["q_stride_seq"])]
         if "q_stride_head" in s:
             args += ["--q-stride-head", str(s["q_stride_head"])]
+        if "variant" in s:
+            args += ["--variant", s["variant"]]
         return json.loads(subprocess.run(args, check=True,
                                          stdout=subprocess.PIPE).stdout)
 
@@ -320,6 +328,7 @@ class Plans(unittest.TestCase):
                 c = self.cli_plan(s)
                 p = uqjit.plan(s["batch"], s["q"], s["kv"], s["d"], s["bs"],
                                s["mb"], target=s["target"],
+                               variant=s.get("variant"),
                                q_stride_seq=s.get("q_stride_seq", 0),
                                q_stride_head=s.get("q_stride_head", 0))
                 self.assertEqual(p.eligible, c["eligible"])
@@ -356,14 +365,35 @@ class Plans(unittest.TestCase):
         self.assertGreater(p.workspace["q_rot"], 0)
 
     def test_ineligible_shape_is_a_plan_with_a_reason(self):
-        p = uqjit.plan(4, 8, 2, 128, 32, 64)
+        p = uqjit.plan(4, 8, 2, 96, 32, 64)
         self.assertFalse(p.eligible)
-        self.assertIn("256", p.reason)
+        self.assertIn("head_dim 96", p.reason)
         self.assertEqual(p.kernels, [])
 
     def test_deployment_keys_refuse_an_ineligible_shape(self):
         with self.assertRaises(ValueError):
-            uqjit.deployment_keys(8, 2, 128, 32, 64, [1, 2], "gfx950")
+            uqjit.deployment_keys(8, 2, 96, 32, 64, [1, 2], "gfx950")
+
+    def test_variant_keyword_names_the_layer(self):
+        old = os.environ.pop("UQJIT_VARIANT", None)
+        try:
+            os.environ["UQJIT_VARIANT"] = "matrix"
+            for variant, v in (("portable", "_v0_"), ("auto", "_v2_"),
+                               (None, "_v1_")):
+                p = uqjit.plan(4, 16, 2, 256, 32, 64, target="sm_90a",
+                               variant=variant)
+                self.assertIn(v, p.kernels[0])
+            keys = uqjit.deployment_keys(16, 2, 256, 32, 64, [1], "sm_90a",
+                                         variant="portable")
+            self.assertIn("_v0_", keys[0])
+            with self.assertRaises(uqjit.UqjitError) as cm:
+                uqjit.plan(4, 16, 2, 256, 32, 64, target="sm_90a",
+                           variant="bogus")
+            self.assertEqual(cm.exception.name, "UQ_EINVAL")
+        finally:
+            os.environ.pop("UQJIT_VARIANT", None)
+            if old is not None:
+                os.environ["UQJIT_VARIANT"] = old
 
 
 class Keys(unittest.TestCase):
@@ -444,6 +474,26 @@ class Context(unittest.TestCase):
             self.assertEqual(ctx.stats()["compiles"], 0)
         with self.assertRaises(ValueError):
             ctx.stats()
+
+    def test_context_layer_is_fixed_when_it_is_created(self):
+        shape = uqjit.make_shape(4, 16, 2, 256, 32, 64)
+        old = os.environ.pop("UQJIT_VARIANT", None)
+        try:
+            os.environ["UQJIT_VARIANT"] = "portable"
+            with uqjit.Context(target="sm_90a", device=-1,
+                               use_disk_cache=False) as ctx, \
+                    uqjit.Context(target="sm_90a", device=-1,
+                                  use_disk_cache=False,
+                                  variant="matrix") as named:
+                os.environ["UQJIT_VARIANT"] = "warpgroup"
+                self.assertIn("_v0_", ctx.plan_shape(shape).kernels[0])
+                self.assertIn("_v1_", named.plan_shape(shape).kernels[0])
+            with self.assertRaises(uqjit.UqjitError):
+                uqjit.Context(target="sm_90a", device=-1, variant="bogus")
+        finally:
+            os.environ.pop("UQJIT_VARIANT", None)
+            if old is not None:
+                os.environ["UQJIT_VARIANT"] = old
 
 
 class Loader(unittest.TestCase):

@@ -215,13 +215,13 @@ static int launch(hk_kernel *k, const uint32_t grid[3], const void *params) {
   return 0;
 }
 
-int hk_decode(const uq_shape *shape, const char *target,
+int hk_decode(const uq_shape *shape, const char *target, const char *variant,
               const uq_decode_args *args, void *workspace,
               size_t workspace_bytes) {
   uq_plan plan;
-  int rc = uq_plan_make(shape, target, &plan);
+  int rc = uq_plan_make_variant(shape, target, variant, &plan);
   if (rc != 0) {
-    fprintf(stderr, "uq_plan_make: %s\n", uq_last_error());
+    fprintf(stderr, "uq_plan_make_variant: %s\n", uq_last_error());
     return rc;
   }
   if (!plan.eligible || workspace_bytes < plan.workspace_bytes) {

@@ -21,10 +21,10 @@ int hk_find_compiler(char *out, size_t n);
 /* Runs one decode of `shape` as uq_decode does on a device (the prologue
  * when the query rotation is not fused, the decode, the reduce), with
  * every pointer of `args` and `workspace` (the plan's workspace_bytes) in
- * host memory. The plan is made for `target` (UQJIT_VARIANT applies).
- * Kernels are built once per key and kept until hk_shutdown. 0 or a UQ_*
- * status, with the reason on stderr. */
-int hk_decode(const uq_shape *shape, const char *target,
+ * host memory. The plan is made for `target` with the layer `variant`
+ * names (uq_plan_make_variant). Kernels are built once per key and kept
+ * until hk_shutdown. 0 or a UQ_* status, with the reason on stderr. */
+int hk_decode(const uq_shape *shape, const char *target, const char *variant,
               const uq_decode_args *args, void *workspace,
               size_t workspace_bytes);
 
