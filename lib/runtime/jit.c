@@ -116,7 +116,7 @@ int uq__jit_object(uq_context *ctx, uq__entry *e) {
 
   /* The compiler only decides which entry is preferred; without one any
    * valid entry serves. With UQJIT_DISABLE_JIT none is looked for. */
-  int no_jit = uq__env_flag("UQJIT_DISABLE_JIT");
+  int no_jit = uq__env_bool(UQ__ENV_DISABLE_JIT);
   int cc_status = 0;
   uint64_t prefer = 0;
   if (!no_jit) {
