@@ -44,6 +44,11 @@ static void warm_usage(FILE *out) {
           "rows (and --dtype rows). Needs no GPU. Keys are deduplicated.\n"
           "Target sm_90 also warms sm_90a, the target H100/H200 devices "
           "report.\n"
+          "An AMD target without features (gfx950, gfx942, gfx90a, or a GPU "
+          "name such\n"
+          "as mi355x) serves the device in every sramecc/xnack mode it "
+          "reports; one\n"
+          "with features (gfx950:sramecc+:xnack-) serves that mode only.\n"
           "Exit status 1 when any kernel failed, 2 on misuse or a model the "
           "fast\n"
           "path cannot serve.\n\n"
@@ -113,7 +118,8 @@ typedef struct warm_options {
   size_t nbatches;
   int have_sizes;
   char target_buf[1024]; /* every --target, joined by commas */
-  const char *targets[MAX_TARGETS]; /* point into target_buf */
+  const char *targets[MAX_TARGETS]; /* canonical: target_canon or static */
+  char target_canon[MAX_TARGETS][UQ_TARGET_MAX];
   size_t ntargets;
   int added_sm90a;       /* sm_90a was added for sm_90 */
   const char *cache_dir; /* NULL: the library's default */
@@ -187,8 +193,9 @@ static int warm_parse_own(warm_options *o, int argc, char **argv, int *i) {
   return 0;
 }
 
-/* Splits the joined --target text (default gfx950) into o->targets, and
- * adds sm_90a after a plain sm_90 unless --exact-target: a compute
+/* Splits the joined --target text (default gfx950) into o->targets, each
+ * canonical (a GPU name resolved: an unknown target is a usage error),
+ * and adds sm_90a after a plain sm_90 unless --exact-target: a compute
  * capability 9.0 device (H100, H200) reports sm_90a and asks for its
  * warpgroup-layer keys, so an image warmed for sm_90 alone would miss. */
 static int warm_split_targets(warm_options *o) {
@@ -199,9 +206,12 @@ static int warm_split_targets(warm_options *o) {
        t = strtok_r(NULL, ",", &save)) {
     if (o->ntargets == MAX_TARGETS)
       return cli_usage_error(CMD, "at most %d targets", MAX_TARGETS);
-    o->targets[o->ntargets++] = t;
-    sm90 |= strcmp(t, "sm_90") == 0;
-    sm90a |= strcmp(t, "sm_90a") == 0;
+    char *canon = o->target_canon[o->ntargets];
+    if (uq_target_canonical(t, canon, UQ_TARGET_MAX) != 0)
+      return cli_usage_error(CMD, "--target: %s", uq_last_error());
+    o->targets[o->ntargets++] = canon;
+    sm90 |= strcmp(canon, "sm_90") == 0;
+    sm90a |= strcmp(canon, "sm_90a") == 0;
   }
   if (o->ntargets == 0)
     return cli_usage_error(CMD, "--target: no target given");
@@ -212,6 +222,18 @@ static int warm_split_targets(warm_options *o) {
     o->added_sm90a = 1;
   }
   return CLI_NEXT;
+}
+
+/* Which devices the kernels of canonical target `t` serve, in words. */
+static void target_serves(const char *t, char *buf, size_t n) {
+  const char *colon = strchr(t, ':');
+  if (strncmp(t, "gfx", 3) == 0 && colon == NULL)
+    snprintf(buf, n, "every %s device, in any sramecc and xnack mode", t);
+  else if (strncmp(t, "gfx", 3) == 0)
+    snprintf(buf, n, "only %.*s devices that report %s (warm %.*s for "
+             "every mode)", (int)(colon - t), t, t, (int)(colon - t), t);
+  else
+    snprintf(buf, n, "devices that report %s", t);
 }
 
 /* The shape flags --hf-config replaces, found in the parsed shape (each
@@ -512,7 +534,16 @@ static void print_json_common(const warm_options *o, const warm_result *res) {
     printf("%s", t ? ", " : "");
     cli_json_string(stdout, res->canon[t]);
   }
-  printf("], \"added_targets\": [%s], \"batch_sizes\": [",
+  printf("], \"serves\": {");
+  for (size_t t = 0; t < o->ntargets; t++) {
+    char serves[256];
+    target_serves(res->canon[t], serves, sizeof serves);
+    printf("%s", t ? ", " : "");
+    cli_json_string(stdout, res->canon[t]);
+    printf(": ");
+    cli_json_string(stdout, serves);
+  }
+  printf("}, \"added_targets\": [%s], \"batch_sizes\": [",
          o->added_sm90a ? "\"sm_90a\"" : "");
   for (size_t b = 0; b < o->nbatches; b++)
     printf("%s%lld", b ? ", " : "", (long long)o->batches[b]);
@@ -581,6 +612,11 @@ static void print_text(const warm_options *o, const warm_result *res) {
   printf("targets:    ");
   for (size_t t = 0; t < o->ntargets; t++)
     printf("%s%s", t ? ", " : "", res->canon[t]);
+  for (size_t t = 0; t < o->ntargets; t++) {
+    char serves[256];
+    target_serves(res->canon[t], serves, sizeof serves);
+    printf("\n  %-22s serves %s", res->canon[t], serves);
+  }
   printf("\nbatch sizes:");
   for (size_t b = 0; b < o->nbatches; b++)
     printf("%s%lld", b ? ", " : " ", (long long)o->batches[b]);
@@ -618,6 +654,12 @@ int cli_cmd_warm(int argc, char **argv) {
   if (o.added_sm90a)
     fprintf(stderr, "uqjit warm: sm_90: also warming sm_90a, the target "
                     "H100/H200 report (--exact-target: sm_90 alone)\n");
+  for (size_t t = 0; t < o.ntargets; t++)
+    if (strncmp(o.targets[t], "gfx", 3) == 0 && strchr(o.targets[t], ':')) {
+      char serves[256];
+      target_serves(o.targets[t], serves, sizeof serves);
+      fprintf(stderr, "uqjit warm: %s: serves %s\n", o.targets[t], serves);
+    }
   warm_result res;
   code = warm_run(&o, &res);
   if (code == CLI_EXIT_OK)

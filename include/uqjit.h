@@ -168,16 +168,26 @@ typedef enum {
 /* Targets. Wherever a target string is accepted (plans, keys, contexts,
  * the uqjit command) it is an AMD "gfxNNN" with optional features
  * ("gfx942:sramecc+:xnack-"), an NVIDIA "sm_NN" or "sm_NNa", or a GPU name,
- * any case: "mi355x" = "gfx950:sramecc+:xnack-", "mi300x" and "mi325x" =
- * "gfx942:sramecc+:xnack-", "mi250x", "mi250" and "mi210" =
- * "gfx90a:sramecc+:xnack-", "h100" and "h200" = "sm_90a". A GPU name stands
- * for exactly the target that device reports (AMD parts with their default
- * SRAM ECC on, XNACK off; Hopper parts as the arch-specific sm_90a), so
- * kernels warmed for it are the ones the device asks for. Every target is
+ * any case: "mi355x" = "gfx950", "mi300x" and "mi325x" = "gfx942",
+ * "mi250x", "mi250" and "mi210" = "gfx90a", "h100" and "h200" = "sm_90a".
+ * An AMD GPU name stands for the bare architecture, whose code objects
+ * ROCm loads in every SRAM ECC and XNACK mode; a Hopper name for the
+ * arch-specific sm_90a the device reports. A context on a device that
+ * reports features ("gfx950:sramecc+:xnack-") finds in the cache an entry
+ * built for its exact target first, then one built for fewer of its
+ * features, down to the bare architecture: kernels warmed for "gfx950" or
+ * "mi355x" serve an MI355X however it is set up, while kernels warmed for
+ * "gfx950:sramecc+:xnack-" serve only devices in that mode. Every target is
  * canonicalised (lower case, features sorted) before use; an unknown one is
  * UQ_EINVAL with the accepted forms in uq_last_error(). At most
  * UQ_TARGET_MAX bytes with the NUL. */
 #define UQ_TARGET_MAX 48
+
+/* The canonical form of a target (a GPU name resolved, lower case,
+ * features sorted) into out (n bytes, UQ_TARGET_MAX is enough). UQ_EINVAL
+ * for an unknown or malformed target (the accepted forms in
+ * uq_last_error()) or a NULL argument; out is untouched then. */
+UQ_EXTERN int uq_target_canonical(const char *target, char *out, size_t n);
 
 /* The target layer inside the decode kernel. A key's name spells it as
  * v0 / v1 / v2 / v3; uq_plan_make says which one a plan gets. */
