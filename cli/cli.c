@@ -241,11 +241,14 @@ static int set_flag(const char *cmd, const shape_flag *f, cli_shape *s,
     return 0;
   }
   case T_TARGET:
-    if (value[0] == '\0') {
-      cli_usage_error(cmd, "%s: empty target", f->name);
+    /* Checked here, so an unknown target is misuse (exit 2) in every
+     * command that takes the shape flags. */
+    if (uq_target_canonical(value, s->target_canon, sizeof s->target_canon)
+        != 0) {
+      cli_usage_error(cmd, "%s: %s", f->name, uq_last_error());
       return -1;
     }
-    memcpy(base, &value, sizeof value);
+    s->target = s->target_canon;
     return 0;
   }
   return -1;

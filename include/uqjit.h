@@ -481,15 +481,47 @@ typedef struct uq_cache_entry {
   const char *options;   /* its options */
   const char *route;     /* "nvrtc", "clang" or "hiprtc" */
   int64_t created;       /* unix seconds */
+  const char *layer;     /* the cache directory (layer root) it lies in */
 } uq_cache_entry;
 typedef int (*uq_cache_visit_fn)(void *user, const uq_cache_entry *entry);
+/* The directories a context with cache directory `dir` searches, in that
+ * order (the cache's layers). A system layer under the install prefix,
+ * <prefix>/share/uqjit/cache (found relative to the loaded libuqjit, so a
+ * moved prefix keeps it), comes last without configuration: an image or
+ * package can ship warmed kernels there. */
+typedef struct uq_cache_layer {
+  const char *path;   /* absolute; valid during the callback only */
+  int writable;       /* 1: the writable directory, 0: a read-only layer */
+  const char *origin; /* where it was named: "argument" (dir),
+                         "UQJIT_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
+                         "UQJIT_CACHE_PATH" or "system" */
+  int exists;         /* 1 when it is a directory now */
+} uq_cache_layer;
+typedef int (*uq_cache_layer_fn)(void *user, const uq_cache_layer *layer);
+/* Calls visit (stops when it returns non-zero) for the writable directory
+ * (`dir`, NULL: the default; left out when none can be named), each
+ * absolute UQJIT_CACHE_PATH layer not already listed, then the system
+ * layer. Creates nothing. UQ_EINVAL (visit NULL), UQ_ENOMEM. */
+UQ_EXTERN int uq_cache_layers(const char *dir, uq_cache_layer_fn visit,
+                              void *user);
+/* Makes the cache directory `dir` (NULL: the default) readable by every
+ * user, for an image whose serving user is not the one that warmed it:
+ * the root and every directory of the layout 0755, every entry 0644
+ * (never group- or world-writable: the loader's trust rule still holds,
+ * docs/RELIABILITY.md). Only what the caller owns can change; links and
+ * other files are left alone (the loader refuses them). *changed (may be
+ * NULL) counts the modes changed. UQ_ENOENT (no such directory), UQ_EPERM
+ * (a level the caller does not own is not readable by all), UQ_EIO. */
+UQ_EXTERN int uq_cache_share(const char *dir, uint64_t *changed);
 /* Finds the cached code object of `key` without compiling or loading any
  * compiler, the way a context with UQJIT_DISABLE_JIT=1 would: in `dir`
  * (NULL: the default writable directory) then in each UQJIT_CACHE_PATH
- * layer, taking the first valid entry of the kernel whatever compiler
- * built it. 0 and one call of `visit` (may be NULL) with that entry;
- * UQ_ENOENT when no valid entry exists; UQ_EINVAL for an invalid key;
- * UQ_ENOMEM. Creates, changes and removes nothing. */
+ * layer and the system layer (uq_cache_layers), under the key's target and
+ * then each target with fewer features a device reporting it loads,
+ * taking the first valid entry of the kernel whatever compiler built it.
+ * 0 and one call of `visit` (may be NULL) with that entry (its layer
+ * set); UQ_ENOENT when no valid entry exists; UQ_EINVAL for an invalid
+ * key; UQ_ENOMEM. Creates, changes and removes nothing. */
 UQ_EXTERN int uq_cache_find(const char *dir, const uq_key *key,
                             uq_cache_visit_fn visit, void *user);
 /* Calls visit for each entry (stops when it returns non-zero). */

@@ -477,28 +477,26 @@ int uq_compile_keys(uq_context *ctx, const uq_key *keys, size_t n, int jobs,
 
 /* ---- uq_cache_find --------------------------------------------------- */
 
-/* "<dir resolved to an absolute path>:<UQJIT_CACHE_PATH>" (caller frees);
- * a directory that does not exist is left out. */
-static int find_layers(const char *dir, char **out) {
-  char *root = NULL, *abs = NULL;
-  *out = NULL;
-  int rc = uq__cache_resolve_dir(dir, &root);
-  if (rc == UQ_ENOMEM)
-    return rc;
-  uq__error_clear(); /* no default directory: the layers alone */
-  if (root != NULL)
-    abs = realpath(root, NULL);
-  uq__free(root);
-  const char *env = uq__env_get(UQ__ENV_CACHE_PATH);
-  size_t n = (abs != NULL ? strlen(abs) : 0) + (env != NULL ? strlen(env) : 0) + 2;
-  char *s = uq__malloc(n);
-  if (s != NULL)
-    snprintf(s, n, "%s:%s", abs != NULL ? abs : "", env != NULL ? env : "");
-  free(abs); /* realpath's */
-  if (s == NULL)
-    return uq__errorf(UQ_ENOMEM, "uq_cache_find: out of memory");
-  *out = s;
+static int join_layer(void *user, const uq_cache_layer *l) {
+  uq__buf *b = user;
+  if (l->exists)
+    uq__buf_printf(b, "%s%s", b->len > 0 ? ":" : "", l->path);
   return 0;
+}
+
+/* Every existing layer a context with cache directory `dir` searches
+ * (uq_cache_layers), colon separated, in order (caller frees). */
+static int find_layers(const char *dir, char **out) {
+  uq__buf b;
+  uq__buf_init(&b);
+  *out = NULL;
+  int rc = uq_cache_layers(dir, join_layer, &b);
+  if (rc == 0)
+    uq__buf_puts(&b, "");
+  if (rc == 0 && (b.status != 0 || (*out = uq__buf_take(&b, NULL)) == NULL))
+    rc = uq__errorf(UQ_ENOMEM, "uq_cache_find: out of memory");
+  uq__buf_free(&b);
+  return rc;
 }
 
 /* Reports a found entry through `visit` as uq_cache_list would. */
@@ -519,6 +517,9 @@ static int report_found(const uq__cache_found *f, uq_cache_visit_fn visit,
   ce.options = f->info.options;
   ce.route = f->info.route;
   ce.created = f->info.created;
+  char layer[UQ__CACHE_PATH_MAX];
+  layer_of(f->path, layer, sizeof layer);
+  ce.layer = layer;
   visit(user, &ce);
   return 0;
 }
