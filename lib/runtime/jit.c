@@ -21,6 +21,7 @@
 #include "lib/codegen/emit.h"
 #include "lib/compile/compiler.h"
 #include "lib/compile/disasm.h"
+#include "lib/runtime/miss.h"
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -233,14 +234,22 @@ int uq__jit_object(uq_context *ctx, uq__entry *e) {
   if (no_jit) {
     char hex[33];
     uq__digest_hex(&digest, hex);
+    /* On the heap: the hint names a kernel and a layer path. */
+    char *hint = uq__malloc(UQ__MISS_NAME_MAX + UQ__MISS_LAYER_MAX + 1024);
+    if (hint != NULL)
+      uq__miss_hint(ctx->cache != NULL ? uq__cache_dir(ctx->cache) : NULL,
+                    key, hint, UQ__MISS_NAME_MAX + UQ__MISS_LAYER_MAX + 1024);
     if (found->rejected[0] != '\0')
       rc = uq__errorf(UQ_ENOJIT,
                       "kernel %s (digest %s): no usable cache entry (%s) and "
-                      "UQJIT_DISABLE_JIT is set", name, hex, found->rejected);
+                      "UQJIT_DISABLE_JIT is set%s", name, hex, found->rejected,
+                      hint != NULL ? hint : "");
     else
       rc = uq__errorf(UQ_ENOJIT,
                       "kernel %s (digest %s) is not in the cache and "
-                      "UQJIT_DISABLE_JIT is set", name, hex);
+                      "UQJIT_DISABLE_JIT is set%s", name, hex,
+                      hint != NULL ? hint : "");
+    uq__free(hint);
     goto cleanup;
   }
   if (cc == NULL) {
@@ -553,9 +562,14 @@ int uq_cache_find(const char *dir, const uq_key *key, uq_cache_visit_fn visit,
   if (rc == UQ_ENOENT) {
     char name[512];
     uq_key_name(key, name, sizeof name);
-    uq__errorf(rc, "no valid cache entry for %s%s%s%s", name,
+    char *hint = uq__malloc(UQ__MISS_NAME_MAX + UQ__MISS_LAYER_MAX + 1024);
+    if (hint != NULL)
+      uq__miss_hint(dir, key, hint,
+                    UQ__MISS_NAME_MAX + UQ__MISS_LAYER_MAX + 1024);
+    uq__errorf(rc, "no valid cache entry for %s%s%s%s%s", name,
                found->rejected[0] ? " (" : "", found->rejected,
-               found->rejected[0] ? ")" : "");
+               found->rejected[0] ? ")" : "", hint != NULL ? hint : "");
+    uq__free(hint);
   }
   uq__free(found);
   uq__cache_close(c);
