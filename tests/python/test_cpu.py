@@ -482,6 +482,41 @@ class Loader(unittest.TestCase):
         self.assertIn("/nonexistent/libuqjit.so (missing)", r.stderr)
 
 
+class Package(unittest.TestCase):
+    def test_version_is_the_librarys_and_the_projects(self):
+        self.assertEqual(uqjit.__version__, uqjit.version())
+        want = os.environ.get("UQ_EXPECT_VERSION")
+        if want:
+            self.assertEqual(uqjit.__version__, want)
+
+    def test_package_is_the_one_expected(self):
+        # CI runs these tests from a venv the wheel went into: the package
+        # and its library must be the venv's, not the source tree's.
+        want = os.environ.get("UQ_EXPECT_PACKAGE_UNDER")
+        if not want:
+            self.skipTest("UQ_EXPECT_PACKAGE_UNDER not set")
+        want = os.path.realpath(want)
+        self.assertTrue(os.path.realpath(PACKAGE_DIR).startswith(want),
+                        PACKAGE_DIR)
+        self.assertTrue(os.path.realpath(uqjit.library_path())
+                        .startswith(want), uqjit.library_path())
+
+    def test_python_m_uqjit_runs_the_command(self):
+        env = dict(os.environ)
+        env.setdefault("PYTHONPATH", os.path.dirname(PACKAGE_DIR))
+        r = subprocess.run([sys.executable, "-m", "uqjit", "version"],
+                           env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "uqjit %s\n" % uqjit.version())
+        # The command's exit status comes through (2: misuse).
+        r = subprocess.run([sys.executable, "-m", "uqjit", "no-such-command"],
+                           env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("unknown command", r.stderr)
+
+
 if __name__ == "__main__":
     UQJIT_EXE = sys.argv.pop(1) if len(sys.argv) > 1 else os.environ.get(
         "UQ_UQJIT_EXE")
