@@ -194,10 +194,20 @@ static void dump_kind_and_key_select_one_kernel(void **s) {
   assert_string_equal(r.out, "");
   result_free(&r);
 
+  /* A malformed kernel name or an unknown target is misuse: exit 2. */
   r = RUN("dump", "--key", "uq_decode_nonsense");
-  assert_int_equal(r.code, 1);
-  assert_non_null(strstr(r.err, "invalid argument"));
+  assert_int_equal(r.code, 2);
+  assert_non_null(strstr(r.err, "uq_decode_nonsense"));
   result_free(&r);
+  expect_usage_error(RUN("dump", "--key", "uq_store_gfx950_bf16_d256_hk1_ps272",
+                         "--target", "gfx9"), "dump --target gfx9");
+  expect_usage_error(RUN("demo", "--cpu", "--target", "nvidia"),
+                     "demo --target nvidia");
+  expect_usage_error(RUN("warm", "--q-heads", "8", "--kv-heads", "1",
+                         "--head-dim", "256", "--block-size", "16",
+                         "--max-blocks-per-seq", "64", "--batch", "1",
+                         "--target", "mi300", "--dry-run"),
+                     "warm --target mi300");
 }
 
 static void cache_admin_on_empty_directory(void **s) {

@@ -58,7 +58,7 @@ cmds=$(LD_LIBRARY_PATH="$root$libdir" "$root$prefix/bin/uqjit" help |
   awk '/^commands:/ { on = 1; next } on && NF == 0 { on = 0 } on { print $1 }')
 [ -n "$cmds" ] || { echo "FAIL: no commands from uqjit help" >&2; fail=1; }
 for c in $cmds; do
-  if ! grep -q "^\.B $c\$" "$man"; then
+  if ! grep -q "^\.SS $c\$" "$man"; then
     echo "FAIL: the manual page has no entry for '$c'" >&2
     fail=1
   fi
