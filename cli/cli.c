@@ -187,6 +187,9 @@ static const shape_flag shape_flags[] = {
      "query stride between sequences, elements (default HQ*D)"},
     {"--q-stride-head", "N", T_I64, SHAPE_FIELD(q_stride_head), 1, 0,
      "query stride between heads, elements (default D)"},
+    {"--q-stride-dim", "N", T_I64, SHAPE_FIELD(q_stride_dim), 1, 0,
+     "query stride between a head's elements (default 1; other values go "
+     "through the prologue)"},
     {"--dtype", "bf16|fp16", T_DTYPE, SHAPE_FIELD(q_dtype), 0, 0,
      "query and output dtype (default bf16)"},
     {"--target", "T", T_TARGET, offsetof(cli_shape, target), 0, 0,

@@ -153,6 +153,10 @@ typedef struct uq_shape {
   uq_dtype q_dtype;           /* query and output dtype: bf16 (default) or fp16 */
   int64_t q_stride_seq;       /* 0 = Hq * D */
   int64_t q_stride_head;      /* 0 = D */
+  int64_t q_stride_dim;       /* between a head's elements; 0 = 1. Any
+                               * other value (a query viewed with a step,
+                               * as vLLM's launcher allows) is read by the
+                               * query prologue, never fused */
 } uq_shape;
 
 /* Zeroes *shape (every default) with q_dtype bf16. NULL is ignored. */
@@ -220,6 +224,8 @@ typedef struct uq_key {
   int64_t stride_q_seq;
   int64_t stride_q_head;
   char target[UQ_TARGET_MAX];    /* canonical target, e.g. "gfx950", "sm_90a" */
+  int64_t stride_q_dim;          /* prologue only: the query's element stride
+                                    when not 1 (>= 2; 0 = 1); named "_se<n>" */
 } uq_key;
 
 /* Readable name spelling out every field, e.g.
@@ -546,8 +552,9 @@ UQ_EXTERN int uq_cache_default_dir(char **dir);
  * alive until the stream has run. workspace: at least plan.workspace_bytes,
  * 256-byte aligned. Validates every argument host-side first and launches
  * nothing on bad input: UQ_EINVAL (NULL pointers, too small a workspace,
- * num_blocks <= 0), UQ_EALIGN (query, out, kv_cache and fused query rows
- * 16 bytes; block_table, seq_lens 4; workspace 256), UQ_EOVERFLOW,
+ * num_blocks <= 0), UQ_EALIGN (out, kv_cache, a fused query and its rows
+ * 16 bytes; a query the prologue reads, its element size; block_table,
+ * seq_lens 4; workspace 256), UQ_EOVERFLOW,
  * UQ_EUNSUPPORTED (shape not eligible: uq_plan_make's reason), UQ_ENODEV
  * (compile-only context), compile and load failures (UQ_ECOMPILE, ...), and
  * UQ_EDEVICE from the launches. What lives in device memory cannot be

@@ -250,6 +250,10 @@ int uq_key_validate(const uq_key *key) {
                         "%s key field '%s' is unused by this kind and must "
                         "be 0",
                         d->name, prefixes[f]);
+  if (key->kind != UQ_KERNEL_PROLOGUE && key->stride_q_dim != 0)
+    return uq__errorf(UQ_EINVAL,
+                      "%s key field 'se' is unused by this kind and must be 0",
+                      d->name);
   /* Whether the target has the layer is the generator's question
    * (lib/codegen/emit.c): a key only names it. */
   if (uq__layer_find(key->variant, NULL) == NULL) {
@@ -279,6 +283,11 @@ int uq_key_validate(const uq_key *key) {
                         (int)key->num_partitions, UQ__KEY_PARTITIONS_MAX);
     return check_group_size(d, key);
   case UQ_KERNEL_PROLOGUE:
+    if (key->stride_q_dim < 0 || key->stride_q_dim == 1)
+      return uq__errorf(UQ_EINVAL,
+                        "prologue key stride_q_dim %lld must be 0 (unit "
+                        "stride) or >= 2",
+                        (long long)key->stride_q_dim);
     return check_group_size(d, key);
   case UQ_KERNEL_STORE:
     return check_padded_slot(key);
@@ -316,6 +325,11 @@ int uq_key_name(const uq_key *key, char *buf, size_t n) {
                    (long long)v);
     used += (size_t)w;
   }
+  /* The element stride is spelled only where it is not 1, so the names
+   * of unit-stride prologues are what they always were. */
+  if (key->stride_q_dim != 0)
+    used += (size_t)snprintf(tmp + used, sizeof tmp - used, "_se%lld",
+                             (long long)key->stride_q_dim);
   if (buf != NULL && n > 0) {
     size_t copy = used < n - 1 ? used : n - 1;
     memcpy(buf, tmp, copy);
@@ -436,6 +450,12 @@ int uq_key_parse(const char *name, uq_key *key) {
     int bad = *f == F_SCALE ? parse_scale(&p, &v) : parse_uint(&p, &v);
     if (bad != 0 || field_set(&k, *f, v) != 0)
       return malformed(name, at, "bad number");
+  }
+  if (k.kind == UQ_KERNEL_PROLOGUE && strncmp(p, "_se", 3) == 0) {
+    const char *at = p += 3;
+    /* A unit stride is spelled by leaving the field out: one name a key. */
+    if (parse_uint(&p, &k.stride_q_dim) != 0 || k.stride_q_dim < 2)
+      return malformed(name, at, "bad element stride (2 or more)");
   }
   if (*p != '\0')
     return malformed(name, p, "trailing characters");

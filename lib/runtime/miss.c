@@ -38,6 +38,7 @@ static const field fields[] = {
     F32(num_partitions, 1),   F32(max_blocks_per_seq, 1),
     F32(fuse_qrot, 1),        F32(tile_groups_per_partition, 1),
     F64(stride_q_seq, 1),     F64(stride_q_head, 1),
+    F64(stride_q_dim, 1),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

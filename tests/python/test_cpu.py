@@ -277,6 +277,31 @@ class ReferencePath(unittest.TestCase):
             outs.append(list(o))
         self.assertEqual(outs[0], outs[1])
 
+    def test_element_strided_query_gives_the_contiguous_result(self):
+        # Every other element of a [B, Hq, 2D] buffer (a last stride of 2,
+        # vLLM's contiguous_query=False view) against the dense query.
+        a = Problem(seed=9)
+        q2 = array.array("H", [0x7fc0] * (2 * len(a.query)))  # NaN gaps
+        q2[::2] = a.query
+        outs = []
+        for query, shape in (
+                (a.query, a.shape()),
+                (q2, uqjit.make_shape(a.B, a.Hq, a.Hk, a.D, a.BS, a.NBMAX,
+                                      q_stride_seq=2 * a.Hq * a.D,
+                                      q_stride_head=2 * a.D,
+                                      q_stride_dim=2))):
+            cache = a.store()
+            o = array.array("d", [0.0] * (a.B * a.Hq * a.D))
+            uqjit.reference_decode(shape, query, cache, a.num_blocks,
+                                   a.table, array.array("i", a.seq_lens),
+                                   out64=o)
+            outs.append(list(o))
+        self.assertEqual(outs[0], outs[1])
+        p = uqjit.plan(1, 16, 2, 256, 16, 8, q_stride_dim=2,
+                       q_stride_head=512, q_stride_seq=16 * 512)
+        self.assertFalse(p.fuse_qrot)
+        self.assertTrue(p.kernels[2].endswith("_se2"), p.kernels)
+
     def test_reference_decode_refuses_a_zero_seq_len(self):
         pr = Problem(seed=6)
         cache = pr.store()
