@@ -151,7 +151,7 @@ int cli_parse_float(const char *cmd, const char *flag, const char *text,
 /* ------------------------------------------------------------------ */
 /* The shape flags: one table drives parsing, the required check and help. */
 
-typedef enum { T_I32, T_I64, T_FLOAT, T_DTYPE, T_TEXT } flag_type;
+typedef enum { T_I32, T_I64, T_FLOAT, T_DTYPE, T_TEXT, T_TARGET } flag_type;
 
 typedef struct shape_flag {
   const char *name;
@@ -187,9 +187,12 @@ static const shape_flag shape_flags[] = {
      "query stride between sequences, elements (default HQ*D)"},
     {"--q-stride-head", "N", T_I64, SHAPE_FIELD(q_stride_head), 1, 0,
      "query stride between heads, elements (default D)"},
+    {"--q-stride-dim", "N", T_I64, SHAPE_FIELD(q_stride_dim), 1, 0,
+     "query stride between a head's elements (default 1; other values go "
+     "through the prologue)"},
     {"--dtype", "bf16|fp16", T_DTYPE, SHAPE_FIELD(q_dtype), 0, 0,
      "query and output dtype (default bf16)"},
-    {"--target", "T", T_TEXT, offsetof(cli_shape, target), 0, 0,
+    {"--target", "T", T_TARGET, offsetof(cli_shape, target), 0, 0,
      "gfx950 (default), gfx942, gfx90a, sm_90, sm_90a, ... with "
      ":sramecc+/-, :xnack+/-; or a GPU: mi355x, mi300x, mi325x, mi250x, "
      "h100, h200"},
@@ -267,6 +270,16 @@ static int set_flag(const char *cmd, const shape_flag *f, cli_shape *s,
       return -1;
     }
     memcpy(base, &value, sizeof value);
+    return 0;
+  case T_TARGET:
+    /* Checked here, so an unknown target is misuse (exit 2) in every
+     * command that takes the shape flags. */
+    if (uq_target_canonical(value, s->target_canon, sizeof s->target_canon)
+        != 0) {
+      cli_usage_error(cmd, "%s: %s", f->name, uq_last_error());
+      return -1;
+    }
+    s->target = s->target_canon;
     return 0;
   }
   return -1;

@@ -91,7 +91,9 @@ int cli_parse_float(const char *cmd, const char *flag, const char *text,
  */
 typedef struct cli_shape {
   uq_shape shape;     /* uq_shape_init() defaults plus the flags given */
-  const char *target; /* --target, or NULL (the library's default) */
+  const char *target; /* --target canonical (target_canon), or NULL (the
+                         library's default) */
+  char target_canon[UQ_TARGET_MAX];
   const char *variant; /* --variant, or NULL (UQJIT_VARIANT, else the best) */
   unsigned seen;      /* one bit per flag of the table in cli.c */
 } cli_shape;

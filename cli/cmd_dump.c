@@ -355,7 +355,8 @@ typedef struct dump_options {
   cli_shape in;
   const char *key_names[MAX_KEYS]; /* --key, in order */
   size_t nkey_names;
-  const char *target;    /* --target, for the shape or the keys */
+  const char *target;    /* --target canonical, for the shape or the keys */
+  char target_canon[UQ_TARGET_MAX];
   const char *cache_dir; /* --cache-dir, or NULL */
   const char *kind_text; /* --kind, or NULL */
   uint32_t kind;         /* 0 = all; else a uq_kernel_kind */
@@ -374,9 +375,10 @@ static int dump_parse_own(dump_options *o, int argc, char **argv, int *i) {
       return CLI_EXIT_USAGE;
     if (o->target != NULL)
       return cli_usage_error(CMD, "option '--target' given twice");
-    if (!v[0])
-      return cli_usage_error(CMD, "--target: empty target");
-    o->target = v;
+    if (uq_target_canonical(v, o->target_canon, sizeof o->target_canon) !=
+        0)
+      return cli_usage_error(CMD, "--target: %s", uq_last_error());
+    o->target = o->target_canon;
     return CLI_NEXT;
   }
   if ((r = cli_option(CMD, argc, argv, i, "--key", &v)) != 0) {
@@ -444,9 +446,8 @@ static int keys_from_names(const dump_options *o, uq_key *keys,
   for (size_t k = 0; k < o->nkey_names; k++) {
     int rc = uq_key_parse(o->key_names[k], &keys[*nkeys]);
     if (rc != 0)
-      return cli_fail(CMD, rc, "cannot parse --key");
+      return cli_usage_error(CMD, "--key: %s", uq_last_error());
     if (o->target != NULL) {
-      /* Taken as given: the library refuses a non-canonical spelling. */
       memset(keys[*nkeys].target, 0, sizeof keys[*nkeys].target);
       snprintf(keys[*nkeys].target, sizeof keys[*nkeys].target, "%s",
                o->target);

@@ -28,14 +28,26 @@ static void plan_usage(FILE *out) {
           "shape options:\n");
   cli_shape_help(out);
   fprintf(out, "\nother options:\n"
+               "  --cache-dir D              the writable cache directory "
+               "whose layers are\n"
+               "                             searched for each kernel "
+               "(default: UQJIT_CACHE_DIR,\n"
+               "                             ...; then UQJIT_CACHE_PATH and "
+               "the system layer)\n"
                "  --json                     one JSON object on stdout\n"
-               "  -h, --help                 this help\n");
+               "  -h, --help                 this help\n\n"
+               "Each kernel is marked cached (with the layer that holds its "
+               "entry, as a\n"
+               "process with UQJIT_DISABLE_JIT=1 would find it) or not "
+               "cached.\n");
 }
 
 /* Shape facts the output needs beyond the plan. */
 typedef struct view {
   const cli_shape *in;
   const uq_plan *plan;
+  /* Per kernel: the layer holding its entry, "" when not cached. */
+  char layer[UQ_PLAN_MAX_KERNELS][4096];
   const char *target; /* canonical when the plan has kernels */
   int64_t hk, hq, d;
 } view;
@@ -119,7 +131,9 @@ static int print_text(const view *v) {
     int rc = kernel_name(&p->kernels[k], name);
     if (rc != 0)
       return rc;
-    printf("  %-9s %s\n", cli_kind_name(p->kernels[k].kind), name);
+    printf("  %-9s %s\n            %s%s\n",
+           cli_kind_name(p->kernels[k].kind), name,
+           v->layer[k][0] ? "cached in " : "not cached", v->layer[k]);
   }
   return 0;
 }
@@ -172,6 +186,11 @@ static int print_json(const view *v) {
     printf("%s\n    {\"kind\": \"%s\", \"name\": ", k ? "," : "",
            cli_kind_name(p->kernels[k].kind));
     cli_json_string(stdout, name);
+    printf(", \"cached\": %s, \"layer\": ", v->layer[k][0] ? "true" : "false");
+    if (v->layer[k][0])
+      cli_json_string(stdout, v->layer[k]);
+    else
+      printf("null");
     printf("}");
   }
   printf("%s]\n}\n", p->num_kernels ? "\n  " : "");
@@ -183,6 +202,7 @@ static int print_json(const view *v) {
 typedef struct plan_options {
   cli_shape in;
   int json;
+  const char *cache_dir; /* --cache-dir, or NULL */
 } plan_options;
 
 /* argv -> *o. CLI_NEXT when the command should run; otherwise the exit
@@ -190,10 +210,12 @@ typedef struct plan_options {
 static int plan_parse(int argc, char **argv, plan_options *o) {
   cli_shape_init(&o->in);
   o->json = 0;
+  o->cache_dir = NULL;
   const cli_flag flags[] = {{"--json", &o->json, 1}, {NULL, NULL, 0}};
+  const cli_text texts[] = {{"--cache-dir", &o->cache_dir}, {NULL, NULL}};
   for (int i = 1; i < argc; i++) {
-    int r = cli_shape_command_arg(CMD, &o->in, NULL, flags, plan_usage, argc,
-                                  argv, &i);
+    int r = cli_shape_command_arg(CMD, &o->in, texts, flags, plan_usage,
+                                  argc, argv, &i);
     if (r != CLI_NEXT)
       return r;
   }
@@ -204,7 +226,13 @@ static int plan_parse(int argc, char **argv, plan_options *o) {
 
 /* ---- run ---- */
 
-/* The plan of o's shape, and the view the printers read. */
+static int keep_layer(void *user, const uq_cache_entry *e) {
+  snprintf(user, 4096, "%s", e->layer != NULL ? e->layer : "?");
+  return 0;
+}
+
+/* The plan of o's shape, and the view the printers read (where each
+ * kernel is cached). */
 static int plan_run(const plan_options *o, uq_plan *plan, view *v) {
   int rc = uq_plan_make_variant(&o->in.shape, o->in.target, o->in.variant,
                                 plan);
@@ -220,6 +248,12 @@ static int plan_run(const plan_options *o, uq_plan *plan, view *v) {
       .hq = o->in.shape.num_q_heads,
       .d = o->in.shape.head_dim,
   };
+  for (int k = 0; k < plan->num_kernels; k++) {
+    rc = uq_cache_find(o->cache_dir, &plan->kernels[k], keep_layer,
+                       v->layer[k]);
+    if (rc != 0 && rc != UQ_ENOENT)
+      return cli_fail(CMD, rc, "cannot look the kernels up in the cache");
+  }
   return CLI_EXIT_OK;
 }
 
@@ -229,7 +263,7 @@ int cli_cmd_plan(int argc, char **argv) {
   if (code != CLI_NEXT)
     return code;
   uq_plan plan;
-  view v;
+  static view v; /* large: the layer paths */
   memset(&v, 0, sizeof v);
   code = plan_run(&o, &plan, &v);
   if (code != CLI_EXIT_OK)

@@ -1,8 +1,10 @@
 /* uqjit warm: compile ahead of time, without a GPU, every kernel a
  * deployment will ask for, into a cache directory. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -44,6 +46,11 @@ static void warm_usage(FILE *out) {
           "rows (and --dtype rows). Needs no GPU. Keys are deduplicated.\n"
           "Target sm_90 also warms sm_90a, the target H100/H200 devices "
           "report.\n"
+          "An AMD target without features (gfx950, gfx942, gfx90a, or a GPU "
+          "name such\n"
+          "as mi355x) serves the device in every sramecc/xnack mode it "
+          "reports; one\n"
+          "with features (gfx950:sramecc+:xnack-) serves that mode only.\n"
           "Exit status 1 when any kernel failed, 2 on misuse or a model the "
           "fast\n"
           "path cannot serve.\n\n"
@@ -86,6 +93,18 @@ static void warm_usage(FILE *out) {
           "  --manifest FILE            write the kernel names the "
           "deployment needs to FILE\n"
           "                             (sorted; '#' lines are comments)\n"
+          "  --image                    build a layer for an image: the "
+          "cache directory\n"
+          "                             (and missing parents) and its "
+          "directories 0755,\n"
+          "                             entries 0644, owned by you: "
+          "readable by every\n"
+          "                             user, writable by you alone. A "
+          "reader trusts\n"
+          "                             only its own or root's files: "
+          "build as root for\n"
+          "                             another serving user "
+          "(docs/RELIABILITY.md)\n"
           "  --json                     one JSON object on stdout: keys, "
           "compiled, hits,\n"
           "                             failed, seconds, cache_dir, "
@@ -113,12 +132,13 @@ typedef struct warm_options {
   size_t nbatches;
   int have_sizes;
   char target_buf[1024]; /* every --target, joined by commas */
-  const char *targets[MAX_TARGETS]; /* point into target_buf */
+  const char *targets[MAX_TARGETS]; /* canonical: target_canon or static */
+  char target_canon[MAX_TARGETS][UQ_TARGET_MAX];
   size_t ntargets;
   int added_sm90a;       /* sm_90a was added for sm_90 */
   const char *cache_dir; /* NULL: the library's default */
   const char *manifest;  /* --manifest, or NULL */
-  int json, dry_run, exact_target;
+  int json, dry_run, exact_target, image;
   int32_t jobs;
   /* --hf-config */
   const char *hf_config;
@@ -187,8 +207,9 @@ static int warm_parse_own(warm_options *o, int argc, char **argv, int *i) {
   return 0;
 }
 
-/* Splits the joined --target text (default gfx950) into o->targets, and
- * adds sm_90a after a plain sm_90 unless --exact-target: a compute
+/* Splits the joined --target text (default gfx950) into o->targets, each
+ * canonical (a GPU name resolved: an unknown target is a usage error),
+ * and adds sm_90a after a plain sm_90 unless --exact-target: a compute
  * capability 9.0 device (H100, H200) reports sm_90a and asks for its
  * warpgroup-layer keys, so an image warmed for sm_90 alone would miss. */
 static int warm_split_targets(warm_options *o) {
@@ -199,9 +220,12 @@ static int warm_split_targets(warm_options *o) {
        t = strtok_r(NULL, ",", &save)) {
     if (o->ntargets == MAX_TARGETS)
       return cli_usage_error(CMD, "at most %d targets", MAX_TARGETS);
-    o->targets[o->ntargets++] = t;
-    sm90 |= strcmp(t, "sm_90") == 0;
-    sm90a |= strcmp(t, "sm_90a") == 0;
+    char *canon = o->target_canon[o->ntargets];
+    if (uq_target_canonical(t, canon, UQ_TARGET_MAX) != 0)
+      return cli_usage_error(CMD, "--target: %s", uq_last_error());
+    o->targets[o->ntargets++] = canon;
+    sm90 |= strcmp(canon, "sm_90") == 0;
+    sm90a |= strcmp(canon, "sm_90a") == 0;
   }
   if (o->ntargets == 0)
     return cli_usage_error(CMD, "--target: no target given");
@@ -212,6 +236,18 @@ static int warm_split_targets(warm_options *o) {
     o->added_sm90a = 1;
   }
   return CLI_NEXT;
+}
+
+/* Which devices the kernels of canonical target `t` serve, in words. */
+static void target_serves(const char *t, char *buf, size_t n) {
+  const char *colon = strchr(t, ':');
+  if (strncmp(t, "gfx", 3) == 0 && colon == NULL)
+    snprintf(buf, n, "every %s device, in any sramecc and xnack mode", t);
+  else if (strncmp(t, "gfx", 3) == 0)
+    snprintf(buf, n, "only %.*s devices that report %s (warm %.*s for "
+             "every mode)", (int)(colon - t), t, t, (int)(colon - t), t);
+  else
+    snprintf(buf, n, "devices that report %s", t);
 }
 
 /* The shape flags --hf-config replaces, found in the parsed shape (each
@@ -272,6 +308,7 @@ static int warm_parse(int argc, char **argv, warm_options *o) {
   const cli_flag flags[] = {{"--json", &o->json, 1},
                             {"--dry-run", &o->dry_run, 1},
                             {"--exact-target", &o->exact_target, 1},
+                            {"--image", &o->image, 1},
                             {NULL, NULL, 0}};
   for (int i = 1; i < argc; i++) {
     int r = warm_parse_own(o, argc, argv, &i);
@@ -317,6 +354,7 @@ typedef struct warm_result {
   int first_rc;           /* the first failed target's status, or 0 */
   char first_detail[2048]; /* and its uq_last_error() */
   char *dir_owned;        /* the default cache directory, when looked up */
+  uint64_t image_changed; /* --image: modes changed */
   const char *dir_shown;  /* the cache directory, for the output */
 } warm_result;
 
@@ -461,12 +499,65 @@ static void manifest_header(const warm_options *o, const warm_result *res,
 #undef PUT
 }
 
+/* --image: the cache directory and its missing parents made 0755 before
+ * the library fills it (it would make them 0700). An exit status. */
+static int image_prepare(const char *dir) {
+  char path[4096];
+  if (dir == NULL || snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+    return cli_usage_error(CMD, "--image needs --cache-dir DIR");
+  for (char *p = path + 1;; p++) {
+    if (*p != '/' && *p != '\0')
+      continue;
+    char saved = *p;
+    *p = '\0';
+    /* chmod too: the umask must not take the bits away. */
+    if (mkdir(path, 0755) == 0)
+      chmod(path, 0755);
+    else if (errno != EEXIST) {
+      fprintf(stderr, "uqjit warm: --image: cannot create %s: %s\n", path,
+              strerror(errno));
+      return CLI_EXIT_FAILURE;
+    }
+    *p = saved;
+    if (saved == '\0')
+      return CLI_EXIT_OK;
+  }
+}
+
+/* --image: every level readable by all (uq_cache_share), and a note for
+ * each parent another user cannot pass through. An exit status. */
+static int image_finish(const char *dir, warm_result *res) {
+  int rc = uq_cache_share(dir, &res->image_changed);
+  if (rc != 0)
+    return cli_fail(CMD, rc, "cannot make the layer readable by all");
+  char path[4096];
+  snprintf(path, sizeof path, "%s", dir);
+  for (char *slash = strrchr(path, '/'); slash != NULL && slash > path;
+       slash = strrchr(path, '/')) {
+    *slash = '\0';
+    struct stat st;
+    if (stat(path, &st) == 0 && !(st.st_mode & S_IXOTH))
+      fprintf(stderr, "uqjit warm: --image: note: %s is not searchable by "
+              "other users, who cannot reach the layer through it\n", path);
+  }
+  if (geteuid() != 0)
+    fprintf(stderr, "uqjit warm: --image: the layer is owned by uid %u: a "
+            "reader trusts only its own and root's files, so only uid %u "
+            "(or root) can serve from it; build images as root\n",
+            (unsigned)geteuid(), (unsigned)geteuid());
+  return CLI_EXIT_OK;
+}
+
 /* *o -> *res (zeroed first; warm_result_free releases it in any case). An
  * exit status; kernels that failed to compile are CLI_EXIT_OK here and
  * reported by warm_print. */
 static int warm_run(const warm_options *o, warm_result *res) {
   memset(res, 0, sizeof *res);
-  int code = warm_collect(o, res);
+  int code = CLI_EXIT_OK;
+  /* Before the contexts, which would make the directory 0700. */
+  if (o->image && !o->dry_run && (code = image_prepare(o->cache_dir)) != 0)
+    return code;
+  code = warm_collect(o, res);
   if (code != CLI_EXIT_OK)
     return code;
   if (o->manifest) {
@@ -480,6 +571,8 @@ static int warm_run(const warm_options *o, warm_result *res) {
     return CLI_EXIT_OK;
   cli_cache_bytes_begin(&res->bytes, o->cache_dir);
   warm_compile(o, res);
+  if (o->image && (code = image_finish(o->cache_dir, res)) != CLI_EXIT_OK)
+    return code;
   const char *targets[MAX_TARGETS];
   for (size_t t = 0; t < o->ntargets; t++)
     targets[t] = res->canon[t];
@@ -512,7 +605,16 @@ static void print_json_common(const warm_options *o, const warm_result *res) {
     printf("%s", t ? ", " : "");
     cli_json_string(stdout, res->canon[t]);
   }
-  printf("], \"added_targets\": [%s], \"batch_sizes\": [",
+  printf("], \"serves\": {");
+  for (size_t t = 0; t < o->ntargets; t++) {
+    char serves[256];
+    target_serves(res->canon[t], serves, sizeof serves);
+    printf("%s", t ? ", " : "");
+    cli_json_string(stdout, res->canon[t]);
+    printf(": ");
+    cli_json_string(stdout, serves);
+  }
+  printf("}, \"added_targets\": [%s], \"batch_sizes\": [",
          o->added_sm90a ? "\"sm_90a\"" : "");
   for (size_t b = 0; b < o->nbatches; b++)
     printf("%s%lld", b ? ", " : "", (long long)o->batches[b]);
@@ -555,9 +657,9 @@ static void print_json(const warm_options *o, const warm_result *res) {
          (unsigned long long)total->hits, (unsigned long long)total->failed,
          total->seconds);
   cli_json_string(stdout, res->dir_shown);
-  printf(", \"dry_run\": false, \"bytes_written\": %llu, \"cache_bytes\": "
-         "%llu, ",
-         (unsigned long long)res->bytes.written,
+  printf(", \"dry_run\": false, \"image\": %s, \"bytes_written\": %llu, "
+         "\"cache_bytes\": %llu, ",
+         o->image ? "true" : "false", (unsigned long long)res->bytes.written,
          (unsigned long long)res->bytes.total);
   print_json_common(o, res);
   printf("}\n");
@@ -581,6 +683,11 @@ static void print_text(const warm_options *o, const warm_result *res) {
   printf("targets:    ");
   for (size_t t = 0; t < o->ntargets; t++)
     printf("%s%s", t ? ", " : "", res->canon[t]);
+  for (size_t t = 0; t < o->ntargets; t++) {
+    char serves[256];
+    target_serves(res->canon[t], serves, sizeof serves);
+    printf("\n  %-22s serves %s", res->canon[t], serves);
+  }
   printf("\nbatch sizes:");
   for (size_t b = 0; b < o->nbatches; b++)
     printf("%s%lld", b ? ", " : " ", (long long)o->batches[b]);
@@ -618,6 +725,12 @@ int cli_cmd_warm(int argc, char **argv) {
   if (o.added_sm90a)
     fprintf(stderr, "uqjit warm: sm_90: also warming sm_90a, the target "
                     "H100/H200 report (--exact-target: sm_90 alone)\n");
+  for (size_t t = 0; t < o.ntargets; t++)
+    if (strncmp(o.targets[t], "gfx", 3) == 0 && strchr(o.targets[t], ':')) {
+      char serves[256];
+      target_serves(o.targets[t], serves, sizeof serves);
+      fprintf(stderr, "uqjit warm: %s: serves %s\n", o.targets[t], serves);
+    }
   warm_result res;
   code = warm_run(&o, &res);
   if (code == CLI_EXIT_OK)

@@ -68,7 +68,8 @@ static int cmd_version(int argc, char **argv) {
 }
 
 static int cmd_help(int argc, char **argv) {
-  if (argc == 1) {
+  if (argc == 1 ||
+      (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
     usage(stdout);
     return CLI_EXIT_OK;
   }

@@ -153,6 +153,10 @@ typedef struct uq_shape {
   uq_dtype q_dtype;           /* query and output dtype: bf16 (default) or fp16 */
   int64_t q_stride_seq;       /* 0 = Hq * D */
   int64_t q_stride_head;      /* 0 = D */
+  int64_t q_stride_dim;       /* between a head's elements; 0 = 1. Any
+                               * other value (a query viewed with a step,
+                               * as vLLM's launcher allows) is read by the
+                               * query prologue, never fused */
 } uq_shape;
 
 /* Zeroes *shape (every default) with q_dtype bf16. NULL is ignored. */
@@ -168,16 +172,26 @@ typedef enum {
 /* Targets. Wherever a target string is accepted (plans, keys, contexts,
  * the uqjit command) it is an AMD "gfxNNN" with optional features
  * ("gfx942:sramecc+:xnack-"), an NVIDIA "sm_NN" or "sm_NNa", or a GPU name,
- * any case: "mi355x" = "gfx950:sramecc+:xnack-", "mi300x" and "mi325x" =
- * "gfx942:sramecc+:xnack-", "mi250x", "mi250" and "mi210" =
- * "gfx90a:sramecc+:xnack-", "h100" and "h200" = "sm_90a". A GPU name stands
- * for exactly the target that device reports (AMD parts with their default
- * SRAM ECC on, XNACK off; Hopper parts as the arch-specific sm_90a), so
- * kernels warmed for it are the ones the device asks for. Every target is
+ * any case: "mi355x" = "gfx950", "mi300x" and "mi325x" = "gfx942",
+ * "mi250x", "mi250" and "mi210" = "gfx90a", "h100" and "h200" = "sm_90a".
+ * An AMD GPU name stands for the bare architecture, whose code objects
+ * ROCm loads in every SRAM ECC and XNACK mode; a Hopper name for the
+ * arch-specific sm_90a the device reports. A context on a device that
+ * reports features ("gfx950:sramecc+:xnack-") finds in the cache an entry
+ * built for its exact target first, then one built for fewer of its
+ * features, down to the bare architecture: kernels warmed for "gfx950" or
+ * "mi355x" serve an MI355X however it is set up, while kernels warmed for
+ * "gfx950:sramecc+:xnack-" serve only devices in that mode. Every target is
  * canonicalised (lower case, features sorted) before use; an unknown one is
  * UQ_EINVAL with the accepted forms in uq_last_error(). At most
  * UQ_TARGET_MAX bytes with the NUL. */
 #define UQ_TARGET_MAX 48
+
+/* The canonical form of a target (a GPU name resolved, lower case,
+ * features sorted) into out (n bytes, UQ_TARGET_MAX is enough). UQ_EINVAL
+ * for an unknown or malformed target (the accepted forms in
+ * uq_last_error()) or a NULL argument; out is untouched then. */
+UQ_EXTERN int uq_target_canonical(const char *target, char *out, size_t n);
 
 /* The target layer inside the decode kernel. A key's name spells it as
  * v0 / v1 / v2 / v3; uq_plan_make_variant says which one a plan gets, and
@@ -213,6 +227,8 @@ typedef struct uq_key {
   int64_t stride_q_seq;
   int64_t stride_q_head;
   char target[UQ_TARGET_MAX];    /* canonical target, e.g. "gfx950", "sm_90a" */
+  int64_t stride_q_dim;          /* prologue only: the query's element stride
+                                    when not 1 (>= 2; 0 = 1); named "_se<n>" */
 } uq_key;
 
 /* Readable name spelling out every field, e.g.
@@ -503,15 +519,47 @@ typedef struct uq_cache_entry {
   const char *options;   /* its options */
   const char *route;     /* "nvrtc", "clang" or "hiprtc" */
   int64_t created;       /* unix seconds */
+  const char *layer;     /* the cache directory (layer root) it lies in */
 } uq_cache_entry;
 typedef int (*uq_cache_visit_fn)(void *user, const uq_cache_entry *entry);
+/* The directories a context with cache directory `dir` searches, in that
+ * order (the cache's layers). A system layer under the install prefix,
+ * <prefix>/share/uqjit/cache (found relative to the loaded libuqjit, so a
+ * moved prefix keeps it), comes last without configuration: an image or
+ * package can ship warmed kernels there. */
+typedef struct uq_cache_layer {
+  const char *path;   /* absolute; valid during the callback only */
+  int writable;       /* 1: the writable directory, 0: a read-only layer */
+  const char *origin; /* where it was named: "argument" (dir),
+                         "UQJIT_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
+                         "UQJIT_CACHE_PATH" or "system" */
+  int exists;         /* 1 when it is a directory now */
+} uq_cache_layer;
+typedef int (*uq_cache_layer_fn)(void *user, const uq_cache_layer *layer);
+/* Calls visit (stops when it returns non-zero) for the writable directory
+ * (`dir`, NULL: the default; left out when none can be named), each
+ * absolute UQJIT_CACHE_PATH layer not already listed, then the system
+ * layer. Creates nothing. UQ_EINVAL (visit NULL), UQ_ENOMEM. */
+UQ_EXTERN int uq_cache_layers(const char *dir, uq_cache_layer_fn visit,
+                              void *user);
+/* Makes the cache directory `dir` (NULL: the default) readable by every
+ * user, for an image whose serving user is not the one that warmed it:
+ * the root and every directory of the layout 0755, every entry 0644
+ * (never group- or world-writable: the loader's trust rule still holds,
+ * docs/RELIABILITY.md). Only what the caller owns can change; links and
+ * other files are left alone (the loader refuses them). *changed (may be
+ * NULL) counts the modes changed. UQ_ENOENT (no such directory), UQ_EPERM
+ * (a level the caller does not own is not readable by all), UQ_EIO. */
+UQ_EXTERN int uq_cache_share(const char *dir, uint64_t *changed);
 /* Finds the cached code object of `key` without compiling or loading any
  * compiler, the way a context with UQJIT_DISABLE_JIT=1 would: in `dir`
  * (NULL: the default writable directory) then in each UQJIT_CACHE_PATH
- * layer, taking the first valid entry of the kernel whatever compiler
- * built it. 0 and one call of `visit` (may be NULL) with that entry;
- * UQ_ENOENT when no valid entry exists; UQ_EINVAL for an invalid key;
- * UQ_ENOMEM. Creates, changes and removes nothing. */
+ * layer and the system layer (uq_cache_layers), under the key's target and
+ * then each target with fewer features a device reporting it loads,
+ * taking the first valid entry of the kernel whatever compiler built it.
+ * 0 and one call of `visit` (may be NULL) with that entry (its layer
+ * set); UQ_ENOENT when no valid entry exists; UQ_EINVAL for an invalid
+ * key; UQ_ENOMEM. Creates, changes and removes nothing. */
 UQ_EXTERN int uq_cache_find(const char *dir, const uq_key *key,
                             uq_cache_visit_fn visit, void *user);
 /* Calls visit for each entry (stops when it returns non-zero). */
@@ -538,8 +586,9 @@ UQ_EXTERN int uq_cache_default_dir(char **dir);
  * context's; no environment variable is read. Validates every argument
  * host-side first and launches
  * nothing on bad input: UQ_EINVAL (NULL pointers, too small a workspace,
- * num_blocks <= 0), UQ_EALIGN (query, out, kv_cache and fused query rows
- * 16 bytes; block_table, seq_lens 4; workspace 256), UQ_EOVERFLOW,
+ * num_blocks <= 0), UQ_EALIGN (out, kv_cache, a fused query and its rows
+ * 16 bytes; a query the prologue reads, its element size; block_table,
+ * seq_lens 4; workspace 256), UQ_EOVERFLOW,
  * UQ_EUNSUPPORTED (shape not eligible: uq_plan_make's reason), UQ_ENODEV
  * (compile-only context), compile and load failures (UQ_ECOMPILE, ...), and
  * UQ_EDEVICE from the launches. What lives in device memory cannot be

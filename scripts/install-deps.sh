@@ -12,6 +12,7 @@ packages=(
   libamdhip64-dev libamd-comgr-dev libhiprtc-builtins5  # hipRTC (ROCm 5.2), comgr
   valgrind                            # leak checks of the CPU paths
   clang-14 libclang-rt-14-dev         # libFuzzer + ASan/UBSan (scripts/fuzz.sh)
+  python3-mesonpy python3-pip python3-venv  # the wheel (pip wheel --no-build-isolation .)
 )
 
 missing=()

@@ -216,10 +216,9 @@ static void plan_variant_names_the_layer(void **state) {
                      "--key replaces the shape options");
 }
 
-static void plan_refused_shape_exits_one(void **state) {
+static void plan_refused_shape_exits_one_unknown_target_two(void **state) {
   (void)state;
-  /* Well-formed flags the library refuses: 7 q heads over 2 kv heads, and
-   * a target it does not know. */
+  /* Well-formed flags the library refuses: 7 q heads over 2 kv heads. */
   result r = RUN("plan", "--batch", "4", "--q-heads", "7", "--kv-heads", "2",
                  "--head-dim", "256", "--block-size", "32",
                  "--max-blocks-per-seq", "64", "--json");
@@ -227,8 +226,9 @@ static void plan_refused_shape_exits_one(void **state) {
   assert_string_equal(r.out, "");
   assert_non_null(strstr(r.err, "invalid argument"));
   result_free(&r);
+  /* A target uqjit does not know is misuse (exit 2), named. */
   r = RUN("plan", SHAPE_4x8x1, "--target", "gfx9");
-  assert_int_equal(r.code, 1);
+  assert_int_equal(r.code, 2);
   assert_string_equal(r.out, "");
   assert_non_null(strstr(r.err, "gfx9"));
   result_free(&r);
@@ -319,7 +319,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(plan_ineligible_shape_exits_zero_with_reason),
       cmocka_unit_test(plan_malformed_flags_exit_two),
       cmocka_unit_test(plan_variant_names_the_layer),
-      cmocka_unit_test(plan_refused_shape_exits_one),
+      cmocka_unit_test(plan_refused_shape_exits_one_unknown_target_two),
       cmocka_unit_test(plan_overflowing_stride_exits_one_and_help_extra_is_misuse),
       cmocka_unit_test(help_goes_to_stdout_and_exits_zero),
       cmocka_unit_test(misuse_goes_to_stderr_and_exits_two),

@@ -59,6 +59,20 @@ static int count_occurrences(const char *hay, const char *needle) {
   return n;
 }
 
+/* Lines of `out` that are not '#' comments (ls's entry lines). */
+static int entry_lines(const char *out) {
+  int n = 0;
+  for (const char *p = out; *p;) {
+    const char *nl = strchr(p, '\n');
+    if (*p != '#')
+      n++;
+    if (nl == NULL)
+      break;
+    p = nl + 1;
+  }
+  return n;
+}
+
 static char found_entry[4096];
 static int find_entry(const char *path, const struct stat *st, int flag,
                       struct FTW *ftw) {
@@ -180,16 +194,27 @@ static void dump_kind_and_key_select_one_kernel(void **s) {
   assert_string_equal(r.out, "");
   result_free(&r);
 
+  /* A malformed kernel name or an unknown target is misuse: exit 2. */
   r = RUN("dump", "--key", "uq_decode_nonsense");
-  assert_int_equal(r.code, 1);
-  assert_non_null(strstr(r.err, "invalid argument"));
+  assert_int_equal(r.code, 2);
+  assert_non_null(strstr(r.err, "uq_decode_nonsense"));
   result_free(&r);
+  expect_usage_error(RUN("dump", "--key", "uq_store_gfx950_bf16_d256_hk1_ps272",
+                         "--target", "gfx9"), "dump --target gfx9");
+  expect_usage_error(RUN("demo", "--cpu", "--target", "nvidia"),
+                     "demo --target nvidia");
+  expect_usage_error(RUN("warm", "--q-heads", "8", "--kv-heads", "1",
+                         "--head-dim", "256", "--block-size", "16",
+                         "--max-blocks-per-seq", "64", "--batch", "1",
+                         "--target", "mi300", "--dry-run"),
+                     "warm --target mi300");
 
-  /* A key no plan makes: `plan` refuses its query stride, so does --key. */
+  /* A key no plan makes: `plan` refuses its query stride, so does --key
+   * (a --key the library refuses is misuse, exit 2). */
   r = RUN("dump", "--key",
           "uq_decode_sm_90a_bf16_v2_d256_hk2_p16_mb64_s0.06250000_qg8_bs16_"
           "ps272_fq1_t1_sq9223372036854775807_sh256");
-  assert_int_equal(r.code, 1);
+  assert_int_equal(r.code, 2);
   assert_string_equal(r.out, "");
   assert_non_null(strstr(r.err, "query strides"));
   result_free(&r);
@@ -207,7 +232,8 @@ static void cache_admin_on_empty_directory(void **s) {
   char *dir = make_tmpdir();
   result r = RUN("cache", "ls", "--cache-dir", dir);
   expect_ok(&r, "ls");
-  assert_string_equal(r.out, "");
+  assert_int_equal(entry_lines(r.out), 0);
+  assert_non_null(strstr(r.out, "(writable, argument)\n# 0 entries, 0 B\n"));
   result_free(&r);
   r = RUN("cache", "ls", "--cache-dir", dir, "--json");
   expect_ok(&r, "ls --json");
@@ -238,7 +264,7 @@ static void cache_admin_on_empty_directory(void **s) {
   assert_int_equal(mkdir(v1, 0700), 0);
   r = RUN("cache", "ls", "--cache-dir", dir);
   expect_ok(&r, "ls with a v1 directory");
-  assert_string_equal(r.out, "");
+  assert_int_equal(entry_lines(r.out), 0);
   assert_non_null(strstr(r.err, "cache format v1"));
   result_free(&r);
   rmtree(dir);
@@ -469,7 +495,7 @@ static void warm_fills_cache_hits_and_recompiles_corrupt_entry(void **s) {
   verify_counts(dir, 1, 4, 1);
   r = RUN("cache", "ls", "--cache-dir", dir);
   expect_ok(&r, "ls");
-  assert_int_equal(count_occurrences(r.out, "\n"), 5);
+  assert_int_equal(entry_lines(r.out), 5);
   assert_int_equal(count_occurrences(r.out, " BAD "), 1);
   result_free(&r);
 
@@ -518,7 +544,7 @@ static void warm_fills_cache_hits_and_recompiles_corrupt_entry(void **s) {
   result_free(&r);
   r = RUN("cache", "ls", "--cache-dir", dir);
   expect_ok(&r, "ls after prune");
-  assert_string_equal(r.out, "");
+  assert_int_equal(entry_lines(r.out), 0);
   result_free(&r);
   rmtree(dir);
   free(dir);
@@ -554,14 +580,26 @@ static void cache_ls_names_kernels_and_verify_manifest_checks_each(
 
   r = RUN("cache", "ls", "--cache-dir", dir, "--key", "uq_decode_");
   expect_ok(&r, "ls --key");
-  assert_int_equal(count_occurrences(r.out, "\n"), 2);
+  assert_int_equal(entry_lines(r.out), 2);
   assert_int_equal(count_occurrences(r.out, " uq_decode_gfx950_"), 2);
   assert_non_null(strstr(r.out, "clang")); /* the compiler column */
   result_free(&r);
   r = RUN("cache", "ls", "--cache-dir", dir, "--target", "sm_90a");
   expect_ok(&r, "ls --target sm_90a");
-  assert_string_equal(r.out, "");
+  assert_int_equal(entry_lines(r.out), 0);
   result_free(&r);
+  /* Product names are targets here too: h200 is sm_90a, mi355x gfx950. */
+  r = RUN("cache", "ls", "--cache-dir", dir, "--target", "h200");
+  expect_ok(&r, "ls --target h200");
+  assert_int_equal(entry_lines(r.out), 0);
+  result_free(&r);
+  r = RUN("cache", "ls", "--cache-dir", dir, "--target", "MI355X", "--key",
+          "uq_decode_");
+  expect_ok(&r, "ls --target MI355X");
+  assert_int_equal(entry_lines(r.out), 2);
+  result_free(&r);
+  expect_usage_error(RUN("cache", "ls", "--cache-dir", dir, "--target",
+                         "gfx9"), "unknown target");
   r = RUN("cache", "ls", "--cache-dir", dir, "--target", "gfx950", "--json",
           "--key", "uq_store_");
   expect_ok(&r, "ls --json");
@@ -613,6 +651,92 @@ static void cache_ls_names_kernels_and_verify_manifest_checks_each(
   free(empty);
 }
 
+
+/* The production set-up: no writable directory, the image's warm cache
+ * as a UQJIT_CACHE_PATH layer. ls, stats and verify exit 0 and report
+ * each layer; verify --manifest credits the layer that holds the kernels;
+ * plan marks each kernel cached in it. */
+static void cache_tools_see_a_read_only_layer_alone(void **s) {
+  (void)s;
+  char *layer = make_tmpdir(), *home = make_tmpdir();
+  result r = warm(layer);
+  expect_ok(&r, "warm");
+  result_free(&r);
+  char manifest[1024];
+  snprintf(manifest, sizeof manifest, "%s/MANIFEST", home);
+  r = RUN("warm", SHAPE_WIDE, "--batch-sizes", "4,16", "--target", "gfx950",
+          "--dry-run", "--manifest", manifest);
+  expect_ok(&r, "warm --manifest");
+  result_free(&r);
+
+  const char *saved_home = getenv("HOME");
+  char *old_home = saved_home ? strdup(saved_home) : NULL;
+  setenv("HOME", home, 1); /* ~/.cache/uqjit: absent */
+  unsetenv("UQJIT_CACHE_DIR");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("UQJIT_CACHE_PATH", layer, 1);
+
+  r = RUN("cache", "ls");
+  expect_ok(&r, "ls, layer only");
+  assert_int_equal(entry_lines(r.out), 5);
+  assert_non_null(strstr(r.out, "/.cache/uqjit (writable, HOME): absent\n"));
+  char head[1200];
+  snprintf(head, sizeof head, "# %s (read-only, UQJIT_CACHE_PATH)\n", layer);
+  assert_non_null(strstr(r.out, head));
+  assert_non_null(strstr(r.out, "# 5 entries, "));
+  result_free(&r);
+  r = RUN("cache", "ls", "--json");
+  expect_ok(&r, "ls --json, layer only");
+  assert_json(r.out);
+  assert_int_equal(count_occurrences(r.out, "\"layer\": "), 5);
+  assert_non_null(strstr(r.out, "\"writable\": false, \"origin\": "
+                                "\"UQJIT_CACHE_PATH\", \"exists\": true, "
+                                "\"entries\": 5"));
+  result_free(&r);
+  r = RUN("cache", "stats", "--json");
+  expect_ok(&r, "stats, layer only");
+  assert_json(r.out);
+  assert_int_equal(json_int(r.out, "entries"), 5);
+  assert_non_null(strstr(r.out, "\"exists\": true, \"entries\": 5"));
+  result_free(&r);
+  r = RUN("cache", "verify", "--json");
+  expect_ok(&r, "verify, layer only");
+  assert_json(r.out);
+  assert_int_equal(json_int(r.out, "good"), 5);
+  result_free(&r);
+  r = RUN("cache", "verify", "--manifest", manifest, "--json");
+  expect_ok(&r, "verify --manifest, layer only");
+  assert_json(r.out);
+  assert_int_equal(json_int(r.out, "present"), 5);
+  /* The layer, not the (absent) writable directory, serves all five. */
+  assert_non_null(strstr(r.out, "\"origin\": \"HOME\", \"exists\": "
+                                "false, \"kernels\": 0}"));
+  assert_non_null(strstr(r.out, "\"origin\": \"UQJIT_CACHE_PATH\", "
+                                "\"exists\": true, \"kernels\": 5}"));
+  result_free(&r);
+  r = RUN("plan", SHAPE_WIDE, "--batch", "4", "--target", "gfx950",
+          "--json");
+  expect_ok(&r, "plan --json");
+  assert_json(r.out);
+  snprintf(head, sizeof head, "\"cached\": true, \"layer\": \"%s\"}", layer);
+  assert_int_equal(count_occurrences(r.out, head), 2);
+  result_free(&r);
+
+  unsetenv("UQJIT_CACHE_PATH");
+  r = RUN("plan", SHAPE_WIDE, "--batch", "4", "--target", "gfx950",
+          "--json");
+  expect_ok(&r, "plan --json without the layer");
+  assert_int_equal(count_occurrences(r.out, "\"cached\": false, "
+                                            "\"layer\": null}"), 2);
+  result_free(&r);
+  if (old_home != NULL)
+    setenv("HOME", old_home, 1);
+  free(old_home);
+  rmtree(layer);
+  rmtree(home);
+  free(layer);
+  free(home);
+}
 
 /* ------------------------------------------------------------------ */
 /* warm --dry-run and --manifest in the shape-flag form; sm_90 brings
@@ -781,6 +905,7 @@ int main(int argc, char **argv) {
             cache_ls_names_kernels_and_verify_manifest_checks_each),
         cmocka_unit_test(
             warm_into_an_unusable_directory_exits_one_naming_the_cause),
+        cmocka_unit_test(cache_tools_see_a_read_only_layer_alone),
     };
     return cmocka_run_group_tests_name("cli_tools_compile", tests, NULL,
                                        NULL);

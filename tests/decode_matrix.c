@@ -17,8 +17,10 @@ static const decode_backend *be;
 static const char *current_variant;
 
 static const char *layout_name(q_layout l) {
-  return l == Q_CONTIGUOUS ? "contiguous" : l == Q_QKV_SLICE ? "qkv-slice"
-                                                             : "strided";
+  return l == Q_CONTIGUOUS  ? "contiguous"
+         : l == Q_QKV_SLICE ? "qkv-slice"
+         : l == Q_STRIDED   ? "strided"
+                            : "elem-strided";
 }
 
 /* Runs one case; returns the worst per-sequence relative L2 error (and
@@ -139,11 +141,12 @@ static void decode_matches_reference_across_gqa_and_block_sizes(void **st) {
 }
 
 /* Both query paths on the same data: the fused rotation and the prologue
- * must agree with the reference for every dtype. */
+ * (heads apart, or a last stride of 2) must agree with the reference for
+ * every dtype. */
 static void decode_fused_and_prologue_paths_match_reference(void **st) {
   (void)st;
   static const int32_t lens[] = {257, 4097, 16};
-  for (int layout = 0; layout < 3; layout++)
+  for (int layout = 0; layout < 4; layout++)
     for (int dt = 0; dt < 2; dt++) {
       decode_case c;
       memset(&c, 0, sizeof c);

@@ -84,6 +84,11 @@ static void case_shape(const decode_case *c, uq_shape *s) {
     s->q_stride_head = D + 64;
     s->q_stride_seq = (int64_t)hq * (D + 64);
     break;
+  case Q_ELEM_STRIDED:
+    s->q_stride_dim = 2;
+    s->q_stride_head = 2 * D;
+    s->q_stride_seq = (int64_t)hq * 2 * D;
+    break;
   }
 }
 

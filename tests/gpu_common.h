@@ -26,7 +26,10 @@ void gpu_test_filters(void);
 typedef enum {
   Q_CONTIGUOUS = 0, /* [B, Hq, D] */
   Q_QKV_SLICE = 1,  /* the q part of a fused [B, (Hq + 2 Hk), D] projection */
-  Q_STRIDED = 2     /* heads D + 64 elements apart: the prologue path */
+  Q_STRIDED = 2,    /* heads D + 64 elements apart: the prologue path */
+  Q_ELEM_STRIDED = 3 /* every other element of a [B, Hq, 2 D] tensor (a
+                        last stride of 2, vLLM's contiguous_query=False
+                        views): the prologue path */
 } q_layout;
 
 typedef struct decode_case {

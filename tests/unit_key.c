@@ -637,6 +637,47 @@ typedef struct target_case {
   int family, arch, wave, threads;
 } target_case;
 
+/* The prologue's element stride: spelled "_se<n>" only when not 1 (a
+ * unit-stride prologue keeps its name), read back exactly; 1, negative
+ * values and the field on other kinds are refused. */
+static void prologue_element_stride_round_trips(void **state) {
+  (void)state;
+  uq_key k, back;
+  memset(&k, 0, sizeof k);
+  k.kind = UQ_KERNEL_PROLOGUE;
+  k.dtype = UQ_DTYPE_FP16;
+  k.head_dim = 256;
+  k.num_kv_heads = 4;
+  k.query_group_size = 6;
+  k.variant = UQ_VARIANT_PORTABLE;
+  strcpy(k.target, "gfx942");
+  expect_name(&k, "uq_prologue_gfx942_fp16_v0_d256_hk4_qg6");
+  k.stride_q_dim = 3;
+  expect_name(&k, "uq_prologue_gfx942_fp16_v0_d256_hk4_qg6_se3");
+  assert_int_equal(uq_key_parse("uq_prologue_gfx942_fp16_v0_d256_hk4_qg6_se3",
+                                &back), 0);
+  assert_memory_equal(&k, &back, sizeof k);
+  static const char *const bad[] = {
+      "uq_prologue_gfx942_fp16_v0_d256_hk4_qg6_se1",
+      "uq_prologue_gfx942_fp16_v0_d256_hk4_qg6_se0",
+      "uq_prologue_gfx942_fp16_v0_d256_hk4_qg6_se",
+      "uq_prologue_gfx942_fp16_v0_d256_hk4_qg6_se03",
+      "uq_prologue_gfx942_fp16_v0_d256_hk4_qg6_se2_se2",
+      "uq_reduce_gfx942_fp16_v0_d256_hk4_p16_qg6_se2",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    if (uq_key_parse(bad[i], &back) != UQ_EINVAL)
+      fail_msg("accepted %s", bad[i]);
+  k.stride_q_dim = 1;
+  assert_int_equal(uq_key_validate(&k), UQ_EINVAL);
+  k.stride_q_dim = -2;
+  assert_int_equal(uq_key_validate(&k), UQ_EINVAL);
+  k.stride_q_dim = 2;
+  k.kind = UQ_KERNEL_REDUCE;
+  k.num_partitions = 16;
+  assert_int_equal(uq_key_validate(&k), UQ_EINVAL);
+}
+
 static void target_spellings_canonicalise(void **state) {
   (void)state;
   static const target_case cases[] = {
@@ -763,6 +804,7 @@ int main(void) {
       cmocka_unit_test(key_rules_are_the_planners),
       cmocka_unit_test(key_validate_refuses_bad_keys),
       cmocka_unit_test(key_bytes_are_reproducible),
+      cmocka_unit_test(prologue_element_stride_round_trips),
       cmocka_unit_test(target_spellings_canonicalise),
       cmocka_unit_test(target_layers_follow_the_architecture),
       cmocka_unit_test(target_refuses_bad_spellings),

@@ -804,6 +804,7 @@ static void plan_reads_only_shape_fields(void **state) {
     s->q_dtype = UQ_DTYPE_BF16;
     s->q_stride_seq = 0;
     s->q_stride_head = 0;
+    s->q_stride_dim = 0;
   }
   uq_plan pa, pb;
   memset(&pa, 0x00, sizeof pa);
@@ -811,6 +812,53 @@ static void plan_reads_only_shape_fields(void **state) {
   assert_int_equal(uq_plan_make(&a, "gfx950", &pa), 0);
   assert_int_equal(uq_plan_make(&b, "gfx950", &pb), 0);
   assert_memory_equal(&pa, &pb, sizeof pa);
+}
+
+/* A last stride other than 1 (vLLM's contiguous_query=False views) goes
+ * through the prologue, whose key carries the stride; a stride of 1 is
+ * the default, byte for byte; a negative one is refused. */
+static void element_strided_query_goes_through_the_prologue(void **state) {
+  (void)state;
+  uq_shape s;
+  uq_shape_init(&s);
+  s.batch = 4;
+  s.num_q_heads = 16;
+  s.num_kv_heads = 2;
+  s.head_dim = 256;
+  s.block_size = 64;
+  s.max_blocks_per_seq = 64;
+  uq_plan dense, one, two;
+  assert_int_equal(uq_plan_make(&s, "gfx950", &dense), 0);
+  assert_true(dense.fuse_qrot);
+  s.q_stride_dim = 1;
+  memset(&one, 0x5a, sizeof one);
+  assert_int_equal(uq_plan_make(&s, "gfx950", &one), 0);
+  assert_memory_equal(&dense, &one, sizeof dense);
+  s.q_stride_dim = 2;
+  s.q_stride_head = 512;
+  s.q_stride_seq = 16 * 512;
+  assert_int_equal(uq_plan_make(&s, "gfx950", &two), 0);
+  assert_true(two.eligible);
+  assert_false(two.fuse_qrot);
+  assert_int_equal(two.num_kernels, 3);
+  assert_int_equal(two.kernels[2].kind, UQ_KERNEL_PROLOGUE);
+  assert_int_equal(two.kernels[2].stride_q_dim, 2);
+  assert_int_equal(two.kernels[0].stride_q_dim, 0);
+  assert_int_equal(two.kernels[1].stride_q_dim, 0);
+  assert_true(two.ws_q_rot > 0);
+  char name[256];
+  assert_true(uq_key_name(&two.kernels[2], name, sizeof name) > 0);
+  assert_string_equal(name, "uq_prologue_gfx950_bf16_v1_d256_hk2_qg8_se2");
+  /* A dense-headed query with a stride still needs the prologue. */
+  s.q_stride_head = 0;
+  s.q_stride_seq = 0;
+  assert_int_equal(uq_plan_make(&s, "gfx950", &two), 0);
+  assert_false(two.fuse_qrot);
+  s.q_stride_dim = -2;
+  assert_int_equal(uq_plan_make(&s, "gfx950", &two), UQ_EINVAL);
+  /* The last element must be addressable. */
+  s.q_stride_dim = INT64_MAX / 2;
+  assert_int_equal(uq_plan_make(&s, "gfx950", &two), UQ_EOVERFLOW);
 }
 
 static void store_key_is_built_and_checked(void **state) {
@@ -909,6 +957,7 @@ int main(void) {
       cmocka_unit_test(warpgroup_layer_halves_partitions_of_full_grids),
       cmocka_unit_test(plan_reads_only_shape_fields),
       cmocka_unit_test(store_key_is_built_and_checked),
+      cmocka_unit_test(element_strided_query_goes_through_the_prologue),
       cmocka_unit_test(policy_refuses_windows_beyond_the_key_limits),
       cmocka_unit_test(policy_sizes_huge_grids_without_overflow),
   };

@@ -1,6 +1,7 @@
-/* Target names (lib/codegen/target.c): GPU names map to the target the
- * device reports, in any case; unknown names are refused with the accepted
- * forms listed. */
+/* Target names (lib/codegen/target.c): NVIDIA GPU names map to the target
+ * the device reports, AMD ones to the bare architecture every mode of the
+ * part loads, in any case; the targets a device reporting features loads;
+ * unknown names are refused with the accepted forms listed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,14 +26,16 @@ static void expect_target(const char *in, const char *want, int family,
   assert_string_equal(info.arch_name, arch_name);
 }
 
-static void amd_gpu_names_map_to_reported_targets(void **s) {
+/* AMD names stand for the bare architecture: the code object every
+ * sramecc/xnack mode of the part loads. */
+static void amd_gpu_names_map_to_feature_agnostic_targets(void **s) {
   (void)s;
-  expect_target("mi355x", "gfx950:sramecc+:xnack-", UQ__TARGET_AMD, "gfx950");
-  expect_target("mi300x", "gfx942:sramecc+:xnack-", UQ__TARGET_AMD, "gfx942");
-  expect_target("mi325x", "gfx942:sramecc+:xnack-", UQ__TARGET_AMD, "gfx942");
-  expect_target("mi250x", "gfx90a:sramecc+:xnack-", UQ__TARGET_AMD, "gfx90a");
-  expect_target("mi250", "gfx90a:sramecc+:xnack-", UQ__TARGET_AMD, "gfx90a");
-  expect_target("mi210", "gfx90a:sramecc+:xnack-", UQ__TARGET_AMD, "gfx90a");
+  expect_target("mi355x", "gfx950", UQ__TARGET_AMD, "gfx950");
+  expect_target("mi300x", "gfx942", UQ__TARGET_AMD, "gfx942");
+  expect_target("mi325x", "gfx942", UQ__TARGET_AMD, "gfx942");
+  expect_target("mi250x", "gfx90a", UQ__TARGET_AMD, "gfx90a");
+  expect_target("mi250", "gfx90a", UQ__TARGET_AMD, "gfx90a");
+  expect_target("mi210", "gfx90a", UQ__TARGET_AMD, "gfx90a");
 }
 
 static void nvidia_gpu_names_map_to_sm_90a(void **s) {
@@ -47,24 +50,49 @@ static void nvidia_gpu_names_map_to_sm_90a(void **s) {
 
 static void gpu_names_are_case_insensitive(void **s) {
   (void)s;
-  expect_target("MI355X", "gfx950:sramecc+:xnack-", UQ__TARGET_AMD, "gfx950");
-  expect_target("Mi300X", "gfx942:sramecc+:xnack-", UQ__TARGET_AMD, "gfx942");
+  expect_target("MI355X", "gfx950", UQ__TARGET_AMD, "gfx950");
+  expect_target("Mi300X", "gfx942", UQ__TARGET_AMD, "gfx942");
   expect_target("H200", "sm_90a", UQ__TARGET_NVIDIA, "sm_90a");
 }
 
-/* An alias is the same target as the device's own report, canonicalised:
- * what hipDeviceProp_t.gcnArchName says on these parts. */
-static void alias_equals_device_report(void **s) {
+/* Each target a device loads, most specific first, for every form the
+ * parts report (hipDeviceProp_t.gcnArchName): the list always ends with
+ * the bare architecture an AMD GPU name warms. */
+static void expect_loadable(const char *device, const char *const *want) {
+  char out[UQ_TARGET_MAX];
+  int i = 0;
+  for (; want[i] != NULL; i++) {
+    if (uq__target_loadable(device, i, out, sizeof out) != 0)
+      fail_msg("%s: entry %d missing (wanted %s)", device, i, want[i]);
+    if (strcmp(out, want[i]) != 0)
+      fail_msg("%s: entry %d is %s, wanted %s", device, i, out, want[i]);
+  }
+  assert_int_equal(uq__target_loadable(device, i, out, sizeof out),
+                   UQ_ENOENT);
+}
+
+static void device_targets_load_less_specific_forms(void **s) {
   (void)s;
-  char a[UQ_TARGET_MAX], d[UQ_TARGET_MAX];
-  assert_int_equal(uq__target_parse("mi300x", a, sizeof a, NULL), 0);
-  assert_int_equal(uq__target_parse("gfx942:sramecc+:xnack-", d, sizeof d,
-                                    NULL), 0);
-  assert_string_equal(a, d);
-  assert_int_equal(uq__target_parse("mi355x", a, sizeof a, NULL), 0);
-  assert_int_equal(uq__target_parse("gfx950:xnack-:sramecc+", d, sizeof d,
-                                    NULL), 0);
-  assert_string_equal(a, d);
+  static const char *const a[] = {"gfx950:sramecc+:xnack-", "gfx950:sramecc+",
+                                  "gfx950:xnack-", "gfx950", NULL};
+  expect_loadable("gfx950:sramecc+:xnack-", a);
+  expect_loadable("gfx950:xnack-:sramecc+", a); /* canonicalised first */
+  static const char *const b[] = {"gfx942:sramecc-:xnack+", "gfx942:sramecc-",
+                                  "gfx942:xnack+", "gfx942", NULL};
+  expect_loadable("gfx942:sramecc-:xnack+", b);
+  static const char *const c[] = {"gfx90a:xnack+", "gfx90a", NULL};
+  expect_loadable("gfx90a:xnack+", c);
+  static const char *const d[] = {"gfx90a", NULL};
+  expect_loadable("gfx90a", d);
+  expect_loadable("mi300x", (const char *const[]){"gfx942", NULL});
+  /* NVIDIA: the target alone (sm_90a code is not sm_90 code). */
+  expect_loadable("sm_90a", (const char *const[]){"sm_90a", NULL});
+  char out[UQ_TARGET_MAX];
+  assert_int_equal(uq__target_loadable("gfx950:bogus+", 0, out, sizeof out),
+                   UQ_EINVAL);
+  char small[8];
+  assert_int_equal(uq__target_loadable("gfx950:sramecc+", 0, small,
+                                       sizeof small), UQ_EINVAL);
 }
 
 static void arch_names_unchanged(void **s) {
@@ -120,15 +148,15 @@ static void plan_accepts_gpu_name(void **s) {
   if (uq_plan_make(&shape, "MI355X", &plan) != 0)
     fail_msg("plan refused: %s", uq_last_error());
   assert_true(plan.num_kernels >= 1);
-  assert_string_equal(plan.kernels[0].target, "gfx950:sramecc+:xnack-");
+  assert_string_equal(plan.kernels[0].target, "gfx950");
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(amd_gpu_names_map_to_reported_targets),
+      cmocka_unit_test(amd_gpu_names_map_to_feature_agnostic_targets),
       cmocka_unit_test(nvidia_gpu_names_map_to_sm_90a),
       cmocka_unit_test(gpu_names_are_case_insensitive),
-      cmocka_unit_test(alias_equals_device_report),
+      cmocka_unit_test(device_targets_load_less_specific_forms),
       cmocka_unit_test(arch_names_unchanged),
       cmocka_unit_test(unknown_names_refused_listing_aliases),
       cmocka_unit_test(plan_accepts_gpu_name),

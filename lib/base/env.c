@@ -23,7 +23,13 @@ static const char *const names[UQ__ENV_COUNT_] = {
     [UQ__ENV_ROCM_PATH] = "ROCM_PATH",
     [UQ__ENV_CUDA_HOME] = "CUDA_HOME",
     [UQ__ENV_CUDA_PATH] = "CUDA_PATH",
+    [UQ__ENV_DISABLE_JIT] = "UQJIT_DISABLE_JIT",
+    [UQ__ENV_QUIET] = "UQJIT_QUIET",
+    [UQ__ENV_LOG] = "UQJIT_LOG",
 };
+
+/* The levels of UQJIT_LOG, by uq__log_level. */
+static const char *const log_names[] = {"error", "warn", "info", "debug"};
 
 /* One warn-once flag per variable. */
 static int warned[UQ__ENV_COUNT_];
@@ -49,6 +55,15 @@ const char *uq__env_get(uq__env_var var) {
     break;
   /* UQ__ENV_VARIANT names a decode layer: the codegen layer table checks
    * it (lib/codegen/layers.c), since the names are that table's. */
+  case UQ__ENV_LOG:
+    ok = 0;
+    for (size_t i = 0; i < sizeof log_names / sizeof log_names[0]; i++)
+      ok |= strcasecmp(v, log_names[i]) == 0;
+    break;
+  case UQ__ENV_DISABLE_JIT:
+  case UQ__ENV_QUIET:
+    /* Booleans have their own rule: uq__env_bool. */
+    break;
   case UQ__ENV_CACHE_DIR:
   case UQ__ENV_XDG_CACHE_HOME:
   case UQ__ENV_HOME:
@@ -72,18 +87,37 @@ const char *uq__env_get(uq__env_var var) {
   return v;
 }
 
-int uq__env_flag(const char *name) {
-  const char *v = getenv(name);
-  if (v == NULL || v[0] == '\0')
-    return 0;
-  if (!strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
-      !strcasecmp(v, "on"))
-    return 1;
-  if (!strcasecmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
-      !strcasecmp(v, "off"))
-    return 0;
-  /* A flag's warn-once state is shared: flags are few and rarely wrong. */
-  static int flag_warned;
-  uq__warn_once(&flag_warned, "ignoring invalid %s=%s", name, v);
+static int word_in(const char *v, const char *const *words, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (strcasecmp(v, words[i]) == 0)
+      return 1;
   return 0;
+}
+
+int uq__env_bool(uq__env_var var) {
+  static const char *const on[] = {"1", "true", "yes", "on"};
+  static const char *const off[] = {"0", "false", "no", "off"};
+  if (var != UQ__ENV_DISABLE_JIT && var != UQ__ENV_QUIET)
+    return 0;
+  const char *v = getenv(names[var]);
+  if (v == NULL || v[0] == '\0' || word_in(v, off, 4))
+    return 0;
+  if (word_in(v, on, 4))
+    return 1;
+  /* Not a boolean: the safe side. Compiling code where the operator asked
+   * for none is the harm a typo must not cause; hiding warnings is not. */
+  int safe = var == UQ__ENV_DISABLE_JIT;
+  uq__warn_once(&warned[var],
+                "%s=%s is not a boolean (1/0, true/false, yes/no, on/off): "
+                "taken as %s", names[var], v, safe ? "on" : "off");
+  return safe;
+}
+
+uq__log_level uq__env_log_level(void) {
+  const char *v = uq__env_get(UQ__ENV_LOG);
+  if (v != NULL)
+    for (size_t i = 0; i < sizeof log_names / sizeof log_names[0]; i++)
+      if (strcasecmp(v, log_names[i]) == 0)
+        return (uq__log_level)i;
+  return uq__env_bool(UQ__ENV_QUIET) ? UQ__LOG_ERROR : UQ__LOG_WARN;
 }

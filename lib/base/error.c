@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/base/env.h"
+
 /* Long enough for a compiler log's useful head; the rest is cut. */
 #define UQ__DETAIL_MAX 16384
 
@@ -63,8 +65,7 @@ void uq__warn_once(int *flag, const char *fmt, ...) {
   /* An atomic exchange makes "once" hold across threads. */
   if (__atomic_exchange_n(flag, 1, __ATOMIC_ACQ_REL))
     return;
-  const char *quiet = getenv("UQJIT_QUIET");
-  if (quiet != NULL && quiet[0] != '\0' && strcmp(quiet, "0") != 0)
+  if (uq__env_log_level() < UQ__LOG_WARN)
     return;
   va_list ap;
   va_start(ap, fmt);

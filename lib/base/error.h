@@ -19,7 +19,7 @@ void uq__error_clear(void);
 /* Appends to the detail (for example a compiler log after the headline). */
 void uq__error_append(const char *text);
 
-/* Warns once per `flag` on stderr (unless UQJIT_QUIET is set). `flag` is a
+/* Warns once per `flag` on stderr (unless UQJIT_LOG=error or UQJIT_QUIET). `flag` is a
  * static int owned by the caller. Thread-safe. */
 void uq__warn_once(int *flag, const char *fmt, ...) UQ__PRINTF(2, 3);
 

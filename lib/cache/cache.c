@@ -123,7 +123,8 @@ int uq__cache_open(const char *dir, const char *readonly_path, uq__cache **out) 
   }
   const char *ro = readonly_path != NULL ? readonly_path
                                          : uq__env_get(UQ__ENV_CACHE_PATH);
-  if (add_layers(c, ro) != 0)
+  if (add_layers(c, ro) != 0 ||
+      (readonly_path == NULL && add_layers(c, uq__cache_system_dir()) != 0))
     goto fail;
   *out = c;
   return 0;

@@ -61,4 +61,9 @@ int uq__cache_make_dirs(const char *path);
  * with errno set. */
 int uq__cache_remove_tree(int dirfd, const char *name, int depth);
 
+/* The system layer: <prefix>/<datadir>/uqjit/cache seen from the loaded
+ * libuqjit (the configured absolute path when linked statically).
+ * Static; computed once. lib/cache/layers.c. */
+const char *uq__cache_system_dir(void);
+
 #endif

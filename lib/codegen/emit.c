@@ -172,6 +172,11 @@ static void put_constants(uq__buf *out, const uq_key *key, unsigned threads,
                  (long long)key->stride_q_seq);
   uq__buf_printf(out, "constexpr long long UQ_Q_STRIDE_HEAD = %lldLL;\n",
                  (long long)key->stride_q_head);
+  /* Only the prologue reads a query with an element stride (the other
+   * kinds' sources stay as they were). */
+  if (key->kind == UQ_KERNEL_PROLOGUE)
+    uq__buf_printf(out, "constexpr long long UQ_Q_STRIDE_DIM = %lldLL;\n",
+                   (long long)(key->stride_q_dim ? key->stride_q_dim : 1));
   uq__buf_puts(out, "constexpr float UQ_SCALE = ");
   put_hex_float(out, scale);
   uq__buf_printf(out, "; /* scale_e8 = %lld */\n", (long long)key->scale_e8);

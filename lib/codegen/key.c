@@ -177,14 +177,15 @@ static int check_group_size(const kind_desc *d, const uq_key *key) {
   return 0;
 }
 
-int uq__key_query_fits(int64_t stride_seq, int64_t stride_head, int64_t hq,
-                       int64_t d, int64_t seqs) {
+int uq__key_query_fits(int64_t stride_seq, int64_t stride_head, int64_t stride_dim,
+                       int64_t hq, int64_t d, int64_t seqs) {
   /* The last element's offset plus one, then its bytes (2 per element). */
-  int64_t last = 0, heads = 0;
+  int64_t last = 0, heads = 0, elems = 0;
   if (__builtin_mul_overflow(seqs - 1, stride_seq, &last) ||
       __builtin_mul_overflow(hq - 1, stride_head, &heads) ||
+      __builtin_mul_overflow(d - 1, stride_dim, &elems) ||
       __builtin_add_overflow(last, heads, &last) ||
-      __builtin_add_overflow(last, d, &last) ||
+      __builtin_add_overflow(last, elems + 1, &last) ||
       __builtin_mul_overflow(last, (int64_t)2, &last))
     return -1;
   return 0;
@@ -222,7 +223,7 @@ static int validate_decode_shape(const uq_key *key) {
                       UQ__KEY_SCALE_MAX);
   int64_t hq = (int64_t)key->query_group_size * key->num_kv_heads;
   if (key->stride_q_seq <= 0 || key->stride_q_head <= 0 ||
-      uq__key_query_fits(key->stride_q_seq, key->stride_q_head, hq,
+      uq__key_query_fits(key->stride_q_seq, key->stride_q_head, 1, hq,
                          key->head_dim, 2) != 0)
     return uq__errorf(UQ_EINVAL,
                       "decode key query strides (%lld, %lld) must be > 0 "
@@ -299,6 +300,10 @@ static int validate(const uq_key *key, uq__target_info *info) {
                         "%s key field '%s' is unused by this kind and must "
                         "be 0",
                         d->name, prefixes[f]);
+  if (key->kind != UQ_KERNEL_PROLOGUE && key->stride_q_dim != 0)
+    return uq__errorf(UQ_EINVAL,
+                      "%s key field 'se' is unused by this kind and must be 0",
+                      d->name);
   /* Whether the target has the layer, and whether it serves the key, are
    * uq__key_check's questions: a valid key only names a layer. */
   if (uq__layer_find(key->variant, NULL) == NULL) {
@@ -328,6 +333,11 @@ static int validate(const uq_key *key, uq__target_info *info) {
                         (int)key->num_partitions, UQ__KEY_PARTITIONS_MAX);
     return check_group_size(d, key);
   case UQ_KERNEL_PROLOGUE:
+    if (key->stride_q_dim < 0 || key->stride_q_dim == 1)
+      return uq__errorf(UQ_EINVAL,
+                        "prologue key stride_q_dim %lld must be 0 (unit "
+                        "stride) or >= 2",
+                        (long long)key->stride_q_dim);
     return check_group_size(d, key);
   case UQ_KERNEL_STORE:
     return check_padded_slot(key);
@@ -366,6 +376,11 @@ static int write_name(const uq_key *key, char *buf, size_t n) {
                    (long long)v);
     used += (size_t)w;
   }
+  /* The element stride is spelled only where it is not 1, so the names
+   * of unit-stride prologues are what they always were. */
+  if (key->stride_q_dim != 0)
+    used += (size_t)snprintf(tmp + used, sizeof tmp - used, "_se%lld",
+                             (long long)key->stride_q_dim);
   if (buf != NULL && n > 0) {
     size_t copy = used < n - 1 ? used : n - 1;
     memcpy(buf, tmp, copy);
@@ -519,6 +534,12 @@ int uq_key_parse(const char *name, uq_key *key) {
     int bad = *f == F_SCALE ? parse_scale(&p, &v) : parse_uint(&p, &v);
     if (bad != 0 || field_set(&k, *f, v) != 0)
       return malformed(name, at, "bad number");
+  }
+  if (k.kind == UQ_KERNEL_PROLOGUE && strncmp(p, "_se", 3) == 0) {
+    const char *at = p += 3;
+    /* A unit stride is spelled by leaving the field out: one name a key. */
+    if (parse_uint(&p, &k.stride_q_dim) != 0 || k.stride_q_dim < 2)
+      return malformed(name, at, "bad element stride (2 or more)");
   }
   if (*p != '\0')
     return malformed(name, p, "trailing characters");

@@ -30,11 +30,11 @@
  * uq_key_validate refuses names no plan (tests/unit_key.c checks both).
  *
  * The query's extent: `seqs` sequences of hq heads of d elements, strides
- * in elements, must be addressable in bytes with 64-bit offsets. A key
+ * in elements (a decode key's elements are dense: stride_dim 1), must be addressable in bytes with 64-bit offsets. A key
  * does not know the batch: it must allow two sequences (the sequence
  * stride used once), and the planner asks it of max(batch, 2). 0 or -1. */
-int uq__key_query_fits(int64_t stride_seq, int64_t stride_head, int64_t hq,
-                       int64_t d, int64_t seqs);
+int uq__key_query_fits(int64_t stride_seq, int64_t stride_head, int64_t stride_dim,
+                       int64_t hq, int64_t d, int64_t seqs);
 /* 1 for a block size the decode layers take (16, 32, 64, 128, 256). */
 int uq__key_block_size_ok(int64_t block_size);
 /* The block table's span, max_blocks_per_seq x block_size tokens, must

@@ -69,6 +69,7 @@ typedef struct plan_in {
   int64_t window;      /* block_size x max_blocks_per_seq tokens */
   int64_t splits;      /* max_num_kv_splits, 32 when 0 */
   int64_t stride_seq, stride_head;
+  int64_t stride_dim;  /* between a head's elements (1 unless given) */
   int64_t scale_e8;    /* the softmax scale at 8 decimals */
   int32_t padded;      /* the padded slot */
   uq_dtype dtype;
@@ -150,19 +151,25 @@ static int read_options(const uq_shape *shape, plan_in *in) {
   in->splits = shape->max_num_kv_splits ? shape->max_num_kv_splits : 32;
   in->stride_seq = shape->q_stride_seq ? shape->q_stride_seq : in->hq * in->d;
   in->stride_head = shape->q_stride_head ? shape->q_stride_head : in->d;
-  if (in->stride_seq < 0 || in->stride_head < 0)
-    return uq__errorf(UQ_EINVAL, "query strides (%lld, %lld) are negative",
+  in->stride_dim = shape->q_stride_dim ? shape->q_stride_dim : 1;
+  if (in->stride_seq < 0 || in->stride_head < 0 || in->stride_dim < 0)
+    return uq__errorf(UQ_EINVAL,
+                      "query strides (%lld, %lld, %lld) are negative",
                       (long long)shape->q_stride_seq,
-                      (long long)shape->q_stride_head);
+                      (long long)shape->q_stride_head,
+                      (long long)shape->q_stride_dim);
   /* The query's last element, in bytes, must be addressable: the kernels
    * index it with 64-bit offsets. The rule is the key's (at least two
    * sequences), so that every key a plan makes is a valid key. */
-  if (uq__key_query_fits(in->stride_seq, in->stride_head, in->hq, in->d,
+  if (uq__key_query_fits(in->stride_seq, in->stride_head, in->stride_dim, in->hq, in->d,
                          in->batch > 2 ? in->batch : 2) != 0)
     return uq__errorf(UQ_EOVERFLOW,
                       "query strides (%lld, %lld) overflow the query's size",
                       (long long)in->stride_seq, (long long)in->stride_head);
-  in->fuse = in->stride_head == in->d && in->stride_seq >= in->hq * in->d;
+  /* The fused rotation reads dense rows; anything else, an element
+   * stride other than 1 included, goes through the prologue. */
+  in->fuse = in->stride_dim == 1 && in->stride_head == in->d &&
+             in->stride_seq >= in->hq * in->d;
   in->dtype = shape->q_dtype ? shape->q_dtype : UQ_DTYPE_BF16;
   if (in->dtype != UQ_DTYPE_BF16 && in->dtype != UQ_DTYPE_FP16)
     return uq__errorf(UQ_EINVAL,
@@ -316,6 +323,7 @@ static void set_keys(const plan_in *in, plan_split s, uq_plan *plan) {
   if (!in->fuse) {
     plan->kernels[2] = common;
     plan->kernels[2].kind = UQ_KERNEL_PROLOGUE;
+    plan->kernels[2].stride_q_dim = in->stride_dim == 1 ? 0 : in->stride_dim;
     plan->num_kernels = 3;
   }
 }

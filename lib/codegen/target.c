@@ -17,19 +17,19 @@
 static const char *const amd_features[] = {"sramecc", "xnack"};
 #define AMD_FEATURE_COUNT (sizeof amd_features / sizeof amd_features[0])
 
-/* GPUs by the names users call them, each mapped to exactly the target
- * the device reports (hipDeviceProp_t.gcnArchName canonicalised, or
- * sm_90a for a compute capability 9.0 part, lib/gpu/platform_*.c), so that
- * keys warmed for an alias are the keys the device asks for. These AMD
- * parts run with SRAM ECC on and XNACK off by default, which is what they
- * report; a device set up otherwise is named by its full gfx target. */
+/* GPUs by the names users call them. An NVIDIA part maps to exactly the
+ * target it reports (sm_90a for a compute capability 9.0 part). An AMD
+ * part maps to its bare architecture: a code object built without
+ * sramecc/xnack features is one ROCm's loader accepts in every mode, and
+ * a device reporting "gfx950:sramecc+:xnack-" finds it through
+ * uq__target_loadable, so kernels warmed for the name serve the part
+ * however it is set up. */
 static const struct {
   const char *alias, *target;
 } aliases[] = {
-    {"mi355x", "gfx950:sramecc+:xnack-"}, {"mi300x", "gfx942:sramecc+:xnack-"},
-    {"mi325x", "gfx942:sramecc+:xnack-"}, {"mi250x", "gfx90a:sramecc+:xnack-"},
-    {"mi250", "gfx90a:sramecc+:xnack-"},  {"mi210", "gfx90a:sramecc+:xnack-"},
-    {"h100", "sm_90a"},                   {"h200", "sm_90a"},
+    {"mi355x", "gfx950"}, {"mi300x", "gfx942"}, {"mi325x", "gfx942"},
+    {"mi250x", "gfx90a"}, {"mi250", "gfx90a"},  {"mi210", "gfx90a"},
+    {"h100", "sm_90a"},   {"h200", "sm_90a"},
 };
 #define ALIAS_COUNT (sizeof aliases / sizeof aliases[0])
 
@@ -236,4 +236,38 @@ int uq__target_warpgroup_layer(const uq__target_info *info) {
    * tcgen05 instead). */
   return info != NULL && info->family == UQ__TARGET_NVIDIA &&
          info->arch == 90 && strcmp(info->arch_name, "sm_90a") == 0;
+}
+
+int uq_target_canonical(const char *target, char *out, size_t n) {
+  uq__error_clear();
+  return uq__target_parse(target, out, n, NULL);
+}
+
+int uq__target_loadable(const char *target, int i, char *out, size_t n) {
+  char canon[UQ_TARGET_MAX];
+  uq__target_info info;
+  if (i < 0 || uq__target_parse(target, canon, sizeof canon, &info) != 0)
+    return UQ_EINVAL;
+  /* The features in canonical order, and every subset of them, largest
+   * first: a subset's code object asks only for modes the device has. */
+  const char *feat[AMD_FEATURE_COUNT];
+  size_t nf = 0;
+  for (char *p = strchr(canon, ':'); p != NULL && nf < AMD_FEATURE_COUNT;
+       p = strchr(p + 1, ':'))
+    feat[nf++] = p + 1;
+  for (char *p = strchr(canon, ':'); p != NULL; p = strchr(p + 1, ':'))
+    *p = '\0';
+  int seen = 0;
+  for (int size = (int)nf; size >= 0; size--)
+    for (unsigned mask = (1u << nf); mask-- > 0;) {
+      if (__builtin_popcount(mask) != size || seen++ != i)
+        continue;
+      size_t used = (size_t)snprintf(out, n, "%s", info.arch_name);
+      for (size_t f = 0; f < nf; f++)
+        if (mask & (1u << (nf - 1 - f)))
+          used += (size_t)snprintf(out + used, used < n ? n - used : 0,
+                                   ":%s", feat[f]);
+      return used < n ? 0 : UQ_EINVAL;
+    }
+  return UQ_ENOENT;
 }

@@ -18,12 +18,22 @@ typedef struct uq__target_info {
 
 /* Parses and canonicalises a target string ("gfx950", "gfx950:sramecc+:xnack-",
  * "sm_90", "sm90", or a GPU name: "mi355x", "mi300x", "mi325x", "mi250x",
- * "mi250", "mi210", "h100", "h200", which become the target that device
- * reports, e.g. "gfx942:sramecc+:xnack-", "sm_90a"; any case). Writes the canonical form into out (features
+ * "mi250", "mi210", which become their bare architecture ("gfx950",
+ * "gfx942", "gfx90a": code every mode of the device loads), "h100",
+ * "h200", which become "sm_90a", the target they report; any case). Writes the canonical form into out (features
  * sorted, lower case) and fills *info (may be NULL). UQ_EINVAL on an unknown
  * or malformed target, with the reason in uq_last_error(). */
 int uq__target_parse(const char *target, char *out, size_t n,
                      uq__target_info *info);
+
+/* The code-object targets a device reporting `target` can load, most
+ * specific first, into out: i = 0 is the canonical target itself; on AMD
+ * then each form with fewer of its features, down to the bare
+ * architecture, which ROCm's loader accepts whatever sramecc and xnack
+ * modes the device runs in ("gfx950:sramecc+:xnack-", "gfx950:sramecc+",
+ * "gfx950:xnack-", "gfx950"); on NVIDIA the target alone. 0; UQ_ENOENT
+ * past the last; UQ_EINVAL for a bad target or too small a buffer. */
+int uq__target_loadable(const char *target, int i, char *out, size_t n);
 
 /* 1 when uqjit has a matrix (UQ_VARIANT_MATRIX) decode layer for the
  * target: NVIDIA sm_90 and newer (the sm_90 mma.sync layer); gfx950 has

@@ -16,7 +16,7 @@ typedef struct ref_dims {
   int32_t batch, hq, hk, d, block_size, max_blocks, padded_slot, qg;
   int dtype;
   size_t esize;
-  int64_t stride_seq, stride_head;
+  int64_t stride_seq, stride_head, stride_dim;
   int64_t max_seq_len;
   double scale;
 } ref_dims;
@@ -131,12 +131,14 @@ static int check_shape(const uq_shape *shape, const uq_decode_args *args,
   if (!isfinite(shape->scale) || shape->scale < 0.0f)
     return uq__errorf(UQ_EINVAL, "reference decode: scale %g is not finite "
                       "and >= 0", (double)shape->scale);
-  if (shape->q_stride_seq < 0 || shape->q_stride_head < 0)
+  if (shape->q_stride_seq < 0 || shape->q_stride_head < 0 ||
+      shape->q_stride_dim < 0)
     return uq__errorf(UQ_EINVAL,
                       "reference decode: negative query stride (seq %lld, "
-                      "head %lld)",
+                      "head %lld, dim %lld)",
                       (long long)shape->q_stride_seq,
-                      (long long)shape->q_stride_head);
+                      (long long)shape->q_stride_head,
+                      (long long)shape->q_stride_dim);
 
   dims->batch = shape->batch;
   dims->hq = shape->num_q_heads;
@@ -149,6 +151,7 @@ static int check_shape(const uq_shape *shape, const uq_decode_args *args,
   dims->dtype = dtype;
   dims->esize = uq__dtype_size(dtype);
   dims->stride_head = shape->q_stride_head ? shape->q_stride_head : dims->d;
+  dims->stride_dim = shape->q_stride_dim ? shape->q_stride_dim : 1;
   dims->stride_seq = shape->q_stride_seq
                          ? shape->q_stride_seq
                          : (int64_t)dims->hq * dims->d;
@@ -170,7 +173,7 @@ static int check_spans(const uq_decode_args *args, const ref_dims *dims,
                       (long long)args->num_blocks);
   if (mul64(dims->batch - 1, dims->stride_seq, &t1) ||
       mul64(dims->hq - 1, dims->stride_head, &t2) || add64(t1, t2, &last_q) ||
-      add64(last_q, dims->d - 1, &last_q) ||
+      mul64(dims->d - 1, dims->stride_dim, &t2) || add64(last_q, t2, &last_q) ||
       span_bytes(last_q, dims->esize) < 0)
     return uq__errorf(UQ_EOVERFLOW,
                       "reference decode: query strides (%lld, %lld) overflow",
@@ -258,7 +261,8 @@ static void rotate_queries(const uq_decode_args *args, const ref_dims *dims,
   for (int32_t h = 0; h < dims->hq; h++) {
     int64_t base = b * dims->stride_seq + h * dims->stride_head;
     for (int32_t i = 0; i < d; i++)
-      sc->qrow[i] = uq__load_f32(args->query, dims->dtype, base + i);
+      sc->qrow[i] = uq__load_f32(args->query, dims->dtype,
+                                 base + i * dims->stride_dim);
     uq__fwht_f32(sc->qrow, d);
     for (int32_t i = 0; i < d; i++)
       sc->qhc[(int64_t)h * d + i] = (double)uq_haircut_e4m3(sc->qrow[i]);

@@ -65,6 +65,7 @@ void uq__context_key_copy(uq_key *dst, const uq_key *src) {
   memcpy(dst, src, offsetof(uq_key, target));
   snprintf(dst->target, sizeof dst->target, "%.*s",
            (int)sizeof src->target - 1, src->target);
+  dst->stride_q_dim = src->stride_q_dim;
 }
 
 int uq__context_object(uq_context *ctx, const uq_key *key, int count,

@@ -16,10 +16,12 @@
 #include "lib/base/buf.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
+#include "lib/base/log.h"
 #include "lib/cache/lock.h"
 #include "lib/codegen/emit.h"
 #include "lib/compile/compiler.h"
 #include "lib/compile/disasm.h"
+#include "lib/runtime/miss.h"
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -83,7 +85,10 @@ static int compile_and_store(uq_context *ctx, uq__entry *e,
                             obj, obj_len);
   if (rc != 0)
     goto done;
-  uq__table_note_compile(ctx->table, now_seconds() - t0);
+  double took = now_seconds() - t0;
+  uq__table_note_compile(ctx->table, took);
+  uq__log(UQ__LOG_INFO, "compiled %s with %s in %.2f s", name,
+          uq__compiler_identity(cc), took);
   const uq__cache_meta meta = {name, uq__compiler_identity(cc),
                                uq__compiler_options(cc, key->target),
                                uq__route_name(uq__compiler_route(cc)), 0};
@@ -103,6 +108,75 @@ static int compile_and_store(uq_context *ctx, uq__entry *e,
 done:
   uq__buf_free(&src);
   return rc;
+}
+
+/* The layer (cache root) an entry path lies in: the path without its
+ * last four components (v2/<target>/<2 hex>/<file>). */
+static void layer_of(const char *path, char *out, size_t n) {
+  snprintf(out, n, "%s", path);
+  for (int i = 0; i < 4; i++) {
+    char *slash = strrchr(out, '/');
+    if (slash == NULL)
+      return;
+    *slash = '\0';
+  }
+}
+
+/* Looks the kernel of `key` up under each target a device reporting
+ * key->target loads (uq__target_loadable), most specific first: the
+ * device's own entry wins, then one built for fewer features (a warm for
+ * "gfx950" serves a "gfx950:sramecc+:xnack-" device). `exact` is the
+ * digest of `key` itself, `prefer` its preferred provenance (NULL: none).
+ * 0 with `symbol` set to the entry's kernel symbol; UQ_ENOENT with
+ * found->rejected the first refusal seen; another status on failure. */
+static int find_loadable(uq__cache *c, const uq_key *key,
+                         const uq__digest *exact, const uint64_t *prefer,
+                         void **obj, size_t *obj_len, uq__cache_found *found,
+                         char *symbol, size_t symbol_n) {
+  char first_rejected[sizeof found->rejected];
+  first_rejected[0] = '\0';
+  for (int i = 0;; i++) {
+    uq_key alt;
+    char alt_symbol[UQ__SYMBOL_MAX];
+    uq__digest d = *exact;
+    uq__context_key_copy(&alt, key);
+    if (i > 0) {
+      char t[UQ_TARGET_MAX];
+      if (uq__target_loadable(key->target, i, t, sizeof t) != 0) {
+        uq__error_clear();
+        break;
+      }
+      /* Keys are compared as bytes: nothing may follow the NUL. */
+      memset(alt.target, 0, sizeof alt.target);
+      memcpy(alt.target, t, strlen(t));
+      /* A form the layers refuse (never for sramecc/xnack) is skipped. */
+      uq__checked_key alt_ck;
+      if (uq__key_check(&alt, &alt_ck) != 0 ||
+          uq__jit_kernel_digest(&alt_ck, alt_symbol, sizeof alt_symbol, &d) != 0) {
+        uq__error_clear();
+        continue;
+      }
+    }
+    if (uq__log_on(UQ__LOG_DEBUG)) {
+      char hex[33];
+      uq__digest_hex(&d, hex);
+      uq__log(UQ__LOG_DEBUG, "looking up %s for target %s (digest %s)",
+              i == 0 ? "the kernel" : alt_symbol, alt.target, hex);
+    }
+    int rc = uq__cache_find(c, alt.target, &d, i == 0 ? prefer : NULL, obj,
+                            obj_len, found);
+    if (rc == 0) {
+      if (i > 0)
+        snprintf(symbol, symbol_n, "%s", alt_symbol);
+      return 0;
+    }
+    if (rc != UQ_ENOENT)
+      return rc;
+    if (first_rejected[0] == '\0')
+      memcpy(first_rejected, found->rejected, sizeof first_rejected);
+  }
+  memcpy(found->rejected, first_rejected, sizeof found->rejected);
+  return UQ_ENOENT;
 }
 
 int uq__jit_object(uq_context *ctx, uq__entry *e) {
@@ -126,7 +200,7 @@ int uq__jit_object(uq_context *ctx, uq__entry *e) {
 
   /* The compiler only decides which entry is preferred; without one any
    * valid entry serves. With UQJIT_DISABLE_JIT none is looked for. */
-  int no_jit = uq__env_flag("UQJIT_DISABLE_JIT");
+  int no_jit = uq__env_bool(UQ__ENV_DISABLE_JIT);
   int cc_status = 0;
   uint64_t prefer = 0;
   if (!no_jit) {
@@ -143,8 +217,8 @@ int uq__jit_object(uq_context *ctx, uq__entry *e) {
     return uq__errorf(UQ_ENOMEM, "out of memory looking up %s", name);
   uq__cache_flight *lock = NULL;
   if (ctx->cache != NULL) {
-    rc = uq__cache_find(ctx->cache, key->target, &digest,
-                        cc != NULL ? &prefer : NULL, &obj, &obj_len, found);
+    rc = find_loadable(ctx->cache, key, &digest, cc != NULL ? &prefer : NULL,
+                       &obj, &obj_len, found, e->symbol, sizeof e->symbol);
     if (rc == 0)
       goto hit;
     if (rc == UQ_ENOMEM) /* not a miss: compiling would hide it */
@@ -157,8 +231,8 @@ int uq__jit_object(uq_context *ctx, uq__entry *e) {
   if (!no_jit && cc != NULL && ctx->cache != NULL &&
       uq__cache_lock(ctx->cache, key->target, &digest, UQ__CACHE_LOCK_WAIT_MS,
                      &lock) == 0) {
-    rc = uq__cache_find(ctx->cache, key->target, &digest, &prefer, &obj,
-                        &obj_len, found);
+    rc = find_loadable(ctx->cache, key, &digest, &prefer, &obj, &obj_len,
+                       found, e->symbol, sizeof e->symbol);
     if (rc == 0)
       goto hit;
     if (rc == UQ_ENOMEM)
@@ -166,17 +240,27 @@ int uq__jit_object(uq_context *ctx, uq__entry *e) {
     rc = 0;
   }
   uq__error_clear();
+  uq__log(UQ__LOG_INFO, "cache miss %s%s", name,
+          no_jit ? " (UQJIT_DISABLE_JIT: not compiled)" : "");
   if (no_jit) {
     char hex[33];
     uq__digest_hex(&digest, hex);
+    /* On the heap: the hint names a kernel and a layer path. */
+    char *hint = uq__malloc(UQ__MISS_NAME_MAX + UQ__MISS_LAYER_MAX + 1024);
+    if (hint != NULL)
+      uq__miss_hint(ctx->cache != NULL ? uq__cache_dir(ctx->cache) : NULL,
+                    key, hint, UQ__MISS_NAME_MAX + UQ__MISS_LAYER_MAX + 1024);
     if (found->rejected[0] != '\0')
       rc = uq__errorf(UQ_ENOJIT,
                       "kernel %s (digest %s): no usable cache entry (%s) and "
-                      "UQJIT_DISABLE_JIT is set", name, hex, found->rejected);
+                      "UQJIT_DISABLE_JIT is set%s", name, hex, found->rejected,
+                      hint != NULL ? hint : "");
     else
       rc = uq__errorf(UQ_ENOJIT,
                       "kernel %s (digest %s) is not in the cache and "
-                      "UQJIT_DISABLE_JIT is set", name, hex);
+                      "UQJIT_DISABLE_JIT is set%s", name, hex,
+                      hint != NULL ? hint : "");
+    uq__free(hint);
     goto cleanup;
   }
   if (cc == NULL) {
@@ -189,6 +273,15 @@ int uq__jit_object(uq_context *ctx, uq__entry *e) {
   snprintf(e->compiler, sizeof e->compiler, "%s", uq__compiler_identity(cc));
   goto done;
 hit:
+  if (uq__log_on(UQ__LOG_INFO)) {
+    char layer[UQ__CACHE_PATH_MAX];
+    layer_of(found->path, layer, sizeof layer);
+    const char *w = uq__cache_dir(ctx->cache);
+    uq__log(UQ__LOG_INFO, "cache hit %s: %s (%s layer %s)", name,
+            found->path,
+            w != NULL && strcmp(w, layer) == 0 ? "writable" : "read-only",
+            layer);
+  }
   e->from_disk = 1;
   snprintf(e->compiler, sizeof e->compiler, "%s", found->info.compiler);
   uq__table_note_disk_hit(ctx->table);
@@ -406,28 +499,26 @@ int uq_compile_keys(uq_context *ctx, const uq_key *keys, size_t n, int jobs,
 
 /* ---- uq_cache_find --------------------------------------------------- */
 
-/* "<dir resolved to an absolute path>:<UQJIT_CACHE_PATH>" (caller frees);
- * a directory that does not exist is left out. */
-static int find_layers(const char *dir, char **out) {
-  char *root = NULL, *abs = NULL;
-  *out = NULL;
-  int rc = uq__cache_resolve_dir(dir, &root);
-  if (rc == UQ_ENOMEM)
-    return rc;
-  uq__error_clear(); /* no default directory: the layers alone */
-  if (root != NULL)
-    abs = realpath(root, NULL);
-  uq__free(root);
-  const char *env = uq__env_get(UQ__ENV_CACHE_PATH);
-  size_t n = (abs != NULL ? strlen(abs) : 0) + (env != NULL ? strlen(env) : 0) + 2;
-  char *s = uq__malloc(n);
-  if (s != NULL)
-    snprintf(s, n, "%s:%s", abs != NULL ? abs : "", env != NULL ? env : "");
-  free(abs); /* realpath's */
-  if (s == NULL)
-    return uq__errorf(UQ_ENOMEM, "uq_cache_find: out of memory");
-  *out = s;
+static int join_layer(void *user, const uq_cache_layer *l) {
+  uq__buf *b = user;
+  if (l->exists)
+    uq__buf_printf(b, "%s%s", b->len > 0 ? ":" : "", l->path);
   return 0;
+}
+
+/* Every existing layer a context with cache directory `dir` searches
+ * (uq_cache_layers), colon separated, in order (caller frees). */
+static int find_layers(const char *dir, char **out) {
+  uq__buf b;
+  uq__buf_init(&b);
+  *out = NULL;
+  int rc = uq_cache_layers(dir, join_layer, &b);
+  if (rc == 0)
+    uq__buf_puts(&b, "");
+  if (rc == 0 && (b.status != 0 || (*out = uq__buf_take(&b, NULL)) == NULL))
+    rc = uq__errorf(UQ_ENOMEM, "uq_cache_find: out of memory");
+  uq__buf_free(&b);
+  return rc;
 }
 
 /* Reports a found entry through `visit` as uq_cache_list would. */
@@ -448,6 +539,9 @@ static int report_found(const uq__cache_found *f, uq_cache_visit_fn visit,
   ce.options = f->info.options;
   ce.route = f->info.route;
   ce.created = f->info.created;
+  char layer[UQ__CACHE_PATH_MAX];
+  layer_of(f->path, layer, sizeof layer);
+  ce.layer = layer;
   visit(user, &ce);
   return 0;
 }
@@ -475,13 +569,19 @@ int uq_cache_find(const char *dir, const uq_key *key, uq_cache_visit_fn visit,
   if (rc == 0 && (found = uq__malloc(sizeof *found)) == NULL)
     rc = uq__errorf(UQ_ENOMEM, "uq_cache_find: out of memory");
   if (rc == 0)
-    rc = uq__cache_find(c, key->target, &digest, NULL, NULL, NULL, found);
+    rc = find_loadable(c, key, &digest, NULL, NULL, NULL, found, symbol,
+                       sizeof symbol);
   if (rc == 0 && visit != NULL)
     report_found(found, visit, user);
   if (rc == UQ_ENOENT) {
-    uq__errorf(rc, "no valid cache entry for %s%s%s%s", ck.name,
+    char *hint = uq__malloc(UQ__MISS_NAME_MAX + UQ__MISS_LAYER_MAX + 1024);
+    if (hint != NULL)
+      uq__miss_hint(dir, key, hint,
+                    UQ__MISS_NAME_MAX + UQ__MISS_LAYER_MAX + 1024);
+    uq__errorf(rc, "no valid cache entry for %s%s%s%s%s", ck.name,
                found->rejected[0] ? " (" : "", found->rejected,
-               found->rejected[0] ? ")" : "");
+               found->rejected[0] ? ")" : "", hint != NULL ? hint : "");
+    uq__free(hint);
   }
   uq__free(found);
   uq__cache_close(c);

@@ -6,10 +6,12 @@
  * call, so a decode can be captured into a CUDA/HIP graph: the only runtime
  * calls are cuCtxSetCurrent (hipSetDevice) and the launches.
  *
- * Alignments required (documented in the errors): query and out 16 bytes
- * (the kernels load 8 bf16/fp16 at a time; a fused query's rows must then
- * start 16-byte aligned too, so stride_q_seq * element size must be a
- * multiple of 16), kv_cache 16, block_table and seq_lens 4, workspace 256.
+ * Alignments required (documented in the errors): out 16 bytes, and a
+ * fused query 16 (the kernels load 8 bf16/fp16 at a time; its rows must
+ * then start 16-byte aligned too, so stride_q_seq * element size must be a
+ * multiple of 16); a query read by the prologue (strided heads or
+ * elements) its element size; kv_cache 16, block_table and seq_lens 4,
+ * workspace 256.
  *
  * What cannot be checked without reading device memory: seq_lens[b] <=
  * max_blocks_per_seq * block_size and block_table[b][i] < num_blocks. The
@@ -80,11 +82,14 @@ static int check_decode_args(const uq_shape *shape, const uq_plan *plan,
     return uq__errorf(UQ_EINVAL,
                       "uq_decode: query, kv_cache, block_table, seq_lens and "
                       "out must not be NULL");
-  if (misaligned(args->query, 16) || misaligned(args->out, 16) ||
-      misaligned(args->kv_cache, 16))
+  /* The fused decode loads the query 16 bytes at a time; the prologue
+   * reads it element by element. */
+  if (misaligned(args->query, plan->fuse_qrot ? 16 : 2) ||
+      misaligned(args->out, 16) || misaligned(args->kv_cache, 16))
     return uq__errorf(UQ_EALIGN,
-                      "uq_decode: query (%p), out (%p) and kv_cache (%p) "
-                      "must be 16-byte aligned",
+                      "uq_decode: query (%p: 16 bytes when its rows are "
+                      "dense, else 2), out (%p) and kv_cache (%p: 16 bytes) "
+                      "misaligned",
                       args->query, args->out, (const void *)args->kv_cache);
   if (misaligned(args->block_table, 4) || misaligned(args->seq_lens, 4))
     return uq__errorf(UQ_EALIGN,

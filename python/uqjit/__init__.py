@@ -5,6 +5,7 @@ Without torch: version, plan, key names, warm, Context and the CPU
 reference. With torch (imported on first use): store, decode and
 flydsl_ultraquant_decode_attention, vLLM's launcher signature."""
 from ._lib import LibraryNotFound, library_path
+from ._version import __version__
 from .core import (CompileSummary, Context, PlanInfo, UqjitError, check,
                    deployment_keys, device_count, dtype_code, info_report,
                    kernel_source, key_name, make_shape, parse_key, plan,
@@ -12,7 +13,7 @@ from .core import (CompileSummary, Context, PlanInfo, UqjitError, check,
                    store_key, version, warm)
 
 __all__ = [
-    "CompileSummary", "Context", "LibraryNotFound", "PlanInfo", "UqjitError",
+    "__version__", "CompileSummary", "Context", "LibraryNotFound", "PlanInfo", "UqjitError",
     "check", "decode", "deployment_keys", "device_count", "dtype_code",
     "flydsl_ultraquant_decode_attention", "info_report", "kernel_source",
     "key_name", "library_path", "make_shape", "parse_key", "plan",

@@ -46,7 +46,8 @@ class Shape(ctypes.Structure):
                 ("padded_slot", c_int32), ("max_num_kv_splits", c_int32),
                 ("scale", c_float), ("has_sinks", c_int32),
                 ("sliding_window", c_int32), ("q_dtype", c_int),
-                ("q_stride_seq", c_int64), ("q_stride_head", c_int64)]
+                ("q_stride_seq", c_int64), ("q_stride_head", c_int64),
+                ("q_stride_dim", c_int64)]
 
 
 class Key(ctypes.Structure):
@@ -58,7 +59,8 @@ class Key(ctypes.Structure):
                 ("tile_groups_per_partition", c_int32), ("variant", c_int32),
                 ("scale_e8", c_int64), ("stride_q_seq", c_int64),
                 ("stride_q_head", c_int64),
-                ("target", c_char * UQ_TARGET_MAX)]
+                ("target", c_char * UQ_TARGET_MAX),
+                ("stride_q_dim", c_int64)]
 
 
 class Plan(ctypes.Structure):

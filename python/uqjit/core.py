@@ -64,7 +64,7 @@ def slot_size(head_dim: int) -> int:
 def make_shape(batch, num_q_heads, num_kv_heads, head_dim, block_size,
                max_blocks_per_seq, padded_slot=0, max_num_kv_splits=0,
                scale=0.0, dtype="bf16", q_stride_seq=0, q_stride_head=0,
-               has_sinks=False, sliding_window=0) -> L.Shape:
+               has_sinks=False, sliding_window=0, q_stride_dim=0) -> L.Shape:
     """A uq_shape (uq_shape_init, then the fields given)."""
     s = L.Shape()
     L.lib().uq_shape_init(byref(s))
@@ -74,6 +74,7 @@ def make_shape(batch, num_q_heads, num_kv_heads, head_dim, block_size,
     s.max_num_kv_splits, s.scale = max_num_kv_splits, float(scale or 0.0)
     s.q_dtype = dtype_code(dtype)
     s.q_stride_seq, s.q_stride_head = q_stride_seq, q_stride_head
+    s.q_stride_dim = q_stride_dim
     s.has_sinks, s.sliding_window = int(bool(has_sinks)), sliding_window
     return s
 

@@ -108,7 +108,7 @@ def _shape_of(query, kv_cache, block_table, scale, max_num_kv_splits, ctx):
     dt = _dtype_code(query.dtype)
     tup = (B, Hq, Hk, D, BS, block_table.shape[1], PS, max_num_kv_splits,
            float(scale), dt, query.stride(0), query.stride(1),
-           str(query.device))
+           str(query.device), query.stride(2))
     hit = _shapes.get(tup)
     if hit is None:
         if _capturing():
@@ -119,13 +119,15 @@ def _shape_of(query, kv_cache, block_table, scale, max_num_kv_splits, ctx):
                 % (B, tuple(query.stride())))
         s = make_shape(B, Hq, Hk, D, BS, block_table.shape[1], PS,
                        max_num_kv_splits, scale, dt, query.stride(0),
-                       query.stride(1))
+                       query.stride(1),
+                       q_stride_dim=query.stride(2) if query.stride(2) != 1
+                       else 0)
         p = ctx.plan_shape(s)
         if not p.eligible:
             raise ValueError("uqjit: shape not eligible: " + p.reason)
         hit = (s, p.workspace_bytes)
         _shapes[tup] = hit
-    pool_key = tup[1:9] + tup[9:10] + tup[12:]  # all but batch and strides
+    pool_key = tup[1:9] + tup[9:10] + tup[12:13]  # all but batch, strides
     return hit[0], hit[1], pool_key
 
 
@@ -163,12 +165,14 @@ def decode(query, kv_cache, block_table, seq_lens, scale=None, out=None,
            max_num_kv_splits=32, buf_holder=None,
            ctx: Optional[Context] = None):
     """Decode attention on the current stream. query [B, Hq, D] bf16/fp16
-    (any seq/head strides, last stride 1), kv_cache uint8 [num_blocks,
+    (any non-negative strides, vLLM's contiguous_query=False views with a
+    last stride of 2 included: those go through the query prologue),
+    kv_cache uint8 [num_blocks,
     block_size, Hk, padded_slot], block_table int32 [B, N], seq_lens int32
     [B]. Writes and returns out ([B, Hq, D], allocated when None)."""
     torch = _torch()
-    _require(query.dim() == 3 and query.stride(2) == 1,
-             "query must be [B, Hq, D] with last stride 1")
+    _require(query.dim() == 3 and min(query.stride()) >= 0,
+             "query must be [B, Hq, D] with non-negative strides")
     _require(kv_cache.dim() == 4 and kv_cache.dtype == torch.uint8 and
              kv_cache.is_contiguous(),
              "kv_cache must be a contiguous uint8 [num_blocks, block_size, "

@@ -1,5 +1,7 @@
-/* The query prologue (when the decode does not fuse the rotation): grid
- * (B, Hq, 1), UQ_BLOCK_THREADS threads. Writes q_rot[b, h, :] =
+/* The query prologue (when the decode does not fuse the rotation: a
+ * query whose heads or elements are not dense): grid (B, Hq, 1),
+ * UQ_BLOCK_THREADS threads. Element d of a row sits at
+ * b * stride_seq + h * stride_head + d * UQ_Q_STRIDE_DIM. Writes q_rot[b, h, :] =
  * haircut(FWHT(query row)) in fp32, natural dim order: the same operations
  * in the same order as the decode's fused path, hence the same bits. */
 
@@ -12,7 +14,7 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) void UQ_KERNEL_NAME(uq_prologue_par
     return;
   const uq_i64 src = (uq_i64)b * p.stride_seq + (uq_i64)h * p.stride_head;
   for (int d = tid; d < UQ_HEAD_DIM; d += UQ_BLOCK_THREADS)
-    x[d] = uq_load_elem(p.query, UQ_DTYPE, src + d);
+    x[d] = uq_load_elem(p.query, UQ_DTYPE, src + (uq_i64)d * UQ_Q_STRIDE_DIM);
   uq_fwht_shared(x, 1, UQ_HEAD_DIM, UQ_HEAD_DIM, UQ_HEAD_DIM, 0, UQ_FWHT_NORM, tid,
                  UQ_BLOCK_THREADS);
   float *dst = p.q_rot + ((uq_i64)b * p.num_q_heads + h) * UQ_HEAD_DIM;

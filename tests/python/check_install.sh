@@ -3,7 +3,10 @@
 # holds the header, the pkg-config file, the shared library, the uqjit
 # command, its manual page (naming every command `uqjit help` lists) and
 # the Python package, and that the staged package imports and loads the
-# staged library with UQJIT_LIBRARY unset.
+# staged library with UQJIT_LIBRARY unset; that the staged command runs
+# with no LD_LIBRARY_PATH (its RPATH is relative to itself, so any
+# --prefix works), that python -m uqjit runs it, and that it searches the
+# system layer <prefix>/share/uqjit/cache of the install it belongs to.
 # Usage: check_install.sh BUILD_DIR. From the environment: MESON, UQ_PREFIX,
 # UQ_LIBDIR, UQ_EXPECT_VERSION, PYTHON (python3), UQ_PY_PRELOAD (the
 # sanitizer runtimes a sanitized library needs inside python).
@@ -55,11 +58,39 @@ cmds=$(LD_LIBRARY_PATH="$root$libdir" "$root$prefix/bin/uqjit" help |
   awk '/^commands:/ { on = 1; next } on && NF == 0 { on = 0 } on { print $1 }')
 [ -n "$cmds" ] || { echo "FAIL: no commands from uqjit help" >&2; fail=1; }
 for c in $cmds; do
-  if ! grep -q "^\.B $c\$" "$man"; then
+  if ! grep -q "^\.SS $c\$" "$man"; then
     echo "FAIL: the manual page has no entry for '$c'" >&2
     fail=1
   fi
 done
+
+echo "== the staged command, no LD_LIBRARY_PATH"
+bin=$root$prefix/bin/uqjit
+if ! out=$(env -u LD_LIBRARY_PATH "$bin" info 2>&1); then
+  echo "FAIL: $bin info: $out" >&2
+  fail=1
+fi
+if command -v ldd >/dev/null 2>&1; then
+  lib=$(env -u LD_LIBRARY_PATH ldd "$bin" | awk '/libuqjit/ { print $3 }')
+  echo "libuqjit: $lib"
+  case $(realpath "$lib" 2>/dev/null) in
+  "$(realpath "$root$libdir")"/*) ;;
+  *) echo "FAIL: the staged command loads '$lib', not the staged library" >&2
+     fail=1 ;;
+  esac
+fi
+syslayer=$root$prefix/share/uqjit/cache
+mkdir -p "$syslayer"
+out=$(env -u LD_LIBRARY_PATH -u UQJIT_CACHE_PATH HOME=$stage "$bin" cache ls)
+case $out in
+*"# $syslayer (read-only, system)"*) echo "ok: system layer $syslayer" ;;
+*) echo "FAIL: the system layer $syslayer is not searched: $out" >&2
+   fail=1 ;;
+esac
+case $out in
+*"$syslayer (read-only, system): absent"*)
+  echo "FAIL: the system layer exists but is listed absent" >&2; fail=1 ;;
+esac
 
 echo "== import uqjit from the staged install (UQJIT_LIBRARY unset)"
 out=$(cd "$stage" && env -u UQJIT_LIBRARY -u LD_LIBRARY_PATH \
@@ -79,4 +110,11 @@ case $mod in
 "$pkgparent"/*) ;;
 *) echo "FAIL: imported '$mod', not the staged package" >&2; fail=1 ;;
 esac
+echo "== python -m uqjit runs the staged command"
+out=$(cd "$stage" && env -u UQJIT_LIBRARY -u LD_LIBRARY_PATH \
+  PYTHONPATH="$pkgparent" ${UQ_PY_PRELOAD:+LD_PRELOAD="$UQ_PY_PRELOAD"} \
+  "$python" -m uqjit version 2>&1) ||
+  { echo "FAIL: python -m uqjit version: $out" >&2; fail=1; }
+[ "$out" = "uqjit ${UQ_EXPECT_VERSION:-$ver}" ] ||
+  { echo "FAIL: python -m uqjit version said '$out'" >&2; fail=1; }
 exit $fail

@@ -38,6 +38,7 @@ int main(void) {
   F(uq_shape, max_num_kv_splits); F(uq_shape, scale); F(uq_shape, has_sinks);
   F(uq_shape, sliding_window); F(uq_shape, q_dtype);
   F(uq_shape, q_stride_seq); F(uq_shape, q_stride_head);
+  F(uq_shape, q_stride_dim);
   end();
   BEGIN(uq_key);
   F(uq_key, kind); F(uq_key, dtype); F(uq_key, head_dim);
@@ -46,7 +47,7 @@ int main(void) {
   F(uq_key, kv_block_size); F(uq_key, padded_slot); F(uq_key, fuse_qrot);
   F(uq_key, tile_groups_per_partition); F(uq_key, variant);
   F(uq_key, scale_e8); F(uq_key, stride_q_seq); F(uq_key, stride_q_head);
-  F(uq_key, target);
+  F(uq_key, target); F(uq_key, stride_q_dim);
   end();
   BEGIN(uq_plan);
   F(uq_plan, eligible); F(uq_plan, reason); F(uq_plan, num_partitions);

@@ -277,6 +277,31 @@ class ReferencePath(unittest.TestCase):
             outs.append(list(o))
         self.assertEqual(outs[0], outs[1])
 
+    def test_element_strided_query_gives_the_contiguous_result(self):
+        # Every other element of a [B, Hq, 2D] buffer (a last stride of 2,
+        # vLLM's contiguous_query=False view) against the dense query.
+        a = Problem(seed=9)
+        q2 = array.array("H", [0x7fc0] * (2 * len(a.query)))  # NaN gaps
+        q2[::2] = a.query
+        outs = []
+        for query, shape in (
+                (a.query, a.shape()),
+                (q2, uqjit.make_shape(a.B, a.Hq, a.Hk, a.D, a.BS, a.NBMAX,
+                                      q_stride_seq=2 * a.Hq * a.D,
+                                      q_stride_head=2 * a.D,
+                                      q_stride_dim=2))):
+            cache = a.store()
+            o = array.array("d", [0.0] * (a.B * a.Hq * a.D))
+            uqjit.reference_decode(shape, query, cache, a.num_blocks,
+                                   a.table, array.array("i", a.seq_lens),
+                                   out64=o)
+            outs.append(list(o))
+        self.assertEqual(outs[0], outs[1])
+        p = uqjit.plan(1, 16, 2, 256, 16, 8, q_stride_dim=2,
+                       q_stride_head=512, q_stride_seq=16 * 512)
+        self.assertFalse(p.fuse_qrot)
+        self.assertTrue(p.kernels[2].endswith("_se2"), p.kernels)
+
     def test_reference_decode_refuses_a_zero_seq_len(self):
         pr = Problem(seed=6)
         cache = pr.store()
@@ -530,6 +555,41 @@ class Loader(unittest.TestCase):
             self.skipTest("a system libuqjit is installed")
         self.assertIn("LibraryNotFound", r.stderr)
         self.assertIn("/nonexistent/libuqjit.so (missing)", r.stderr)
+
+
+class Package(unittest.TestCase):
+    def test_version_is_the_librarys_and_the_projects(self):
+        self.assertEqual(uqjit.__version__, uqjit.version())
+        want = os.environ.get("UQ_EXPECT_VERSION")
+        if want:
+            self.assertEqual(uqjit.__version__, want)
+
+    def test_package_is_the_one_expected(self):
+        # CI runs these tests from a venv the wheel went into: the package
+        # and its library must be the venv's, not the source tree's.
+        want = os.environ.get("UQ_EXPECT_PACKAGE_UNDER")
+        if not want:
+            self.skipTest("UQ_EXPECT_PACKAGE_UNDER not set")
+        want = os.path.realpath(want)
+        self.assertTrue(os.path.realpath(PACKAGE_DIR).startswith(want),
+                        PACKAGE_DIR)
+        self.assertTrue(os.path.realpath(uqjit.library_path())
+                        .startswith(want), uqjit.library_path())
+
+    def test_python_m_uqjit_runs_the_command(self):
+        env = dict(os.environ)
+        env.setdefault("PYTHONPATH", os.path.dirname(PACKAGE_DIR))
+        r = subprocess.run([sys.executable, "-m", "uqjit", "version"],
+                           env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "uqjit %s\n" % uqjit.version())
+        # The command's exit status comes through (2: misuse).
+        r = subprocess.run([sys.executable, "-m", "uqjit", "no-such-command"],
+                           env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("unknown command", r.stderr)
 
 
 if __name__ == "__main__":

@@ -191,6 +191,22 @@ def case_qkv_slice():
                  ref_decode(q, cache, table, lens, pr.scale))
 
 
+def case_last_stride_2():
+    """vLLM's contiguous_query=False: every other element of a wider
+    tensor, through the query prologue."""
+    pr = Problem(16)
+    cache, table, lens = pr.device_inputs()
+    wide = torch.randn((pr.B, pr.Hq, 2 * pr.D), generator=pr.gen).to(
+        pr.dtype).to(DEV)
+    q = wide[:, :, ::2]
+    assert q.stride(2) == 2
+    out = poisoned(q.shape, pr.dtype)
+    call(pr, q, cache, table, lens, out)
+    torch.cuda.synchronize()
+    return judge("last stride 2 (prologue)", out,
+                 ref_decode(q.contiguous(), cache, table, lens, pr.scale))
+
+
 def case_graph():
     pr = Problem(12)
     cache, table, lens = pr.device_inputs()
@@ -296,6 +312,7 @@ CASES = [
      lambda: case_contiguous(torch.bfloat16, 128, 64, 2)),
     ("contiguous fp16", lambda: case_contiguous(torch.float16, 32, 16, 3)),
     ("qkv slice", case_qkv_slice),
+    ("last stride 2", case_last_stride_2),
     ("graph capture and replay", case_graph),
     ("store -> decode round trip", case_store_roundtrip),
     ("argument checks", case_argument_checks),

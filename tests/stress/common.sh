@@ -40,10 +40,11 @@ count_keys() {
     sed -n 's/.*"keys": \([0-9]*\).*/\1/p'
 }
 
-# "good bad" from `uqjit cache verify --json`.
+# "good bad" from `uqjit cache verify --json`: the totals, ahead of the
+# per-layer counts.
 verify_counts() {
   "$uqjit" cache verify --cache-dir "$cache" --json |
-    sed -n 's/.*"good": \([0-9]*\).*"bad": \([0-9]*\).*/\1 \2/p'
+    sed -n 's/^[^[]*"good": \([0-9]*\), "bad": \([0-9]*\).*/\1 \2/p'
 }
 
 # Waits (at most 60 s) until no clang logged in $log still runs: a killed

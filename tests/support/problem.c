@@ -13,11 +13,13 @@ size_t tk_query_elems(const uq_shape *s) {
   int64_t head = s->q_stride_head ? s->q_stride_head : s->head_dim;
   int64_t seq = s->q_stride_seq ? s->q_stride_seq
                                 : (int64_t)s->num_q_heads * s->head_dim;
-  int64_t a, b, n;
+  int64_t dim = s->q_stride_dim ? s->q_stride_dim : 1;
+  int64_t a, b, c, n;
   if (__builtin_mul_overflow((int64_t)s->batch - 1, seq, &a) ||
       __builtin_mul_overflow((int64_t)s->num_q_heads - 1, head, &b) ||
-      __builtin_add_overflow(a, b, &n) ||
-      __builtin_add_overflow(n, (int64_t)s->head_dim, &n) || n <= 0 ||
+      __builtin_mul_overflow((int64_t)s->head_dim - 1, dim, &c) ||
+      __builtin_add_overflow(a, b, &n) || __builtin_add_overflow(n, c, &n) ||
+      __builtin_add_overflow(n, (int64_t)1, &n) || n <= 0 ||
       (uint64_t)n > SIZE_MAX / 2)
     return 0;
   return (size_t)n;

@@ -1,0 +1,1 @@
+"""Stand-in package for uqjit.vllm tests (tests/python/test_vllm.py)."""
