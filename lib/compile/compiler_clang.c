@@ -81,8 +81,8 @@ static int clang_compile(const uq__compiler *cc, const char *target,
   }
   status = uq__os_read_file(out_path, (char **)obj, obj_len);
   if (status != 0) {
-    status = uq__errorf(UQ_ECOMPILE, "%s exited 0 but wrote no code object: %s",
-                        cc->identity, uq_last_error());
+    status = uq__error_wrap(UQ_ECOMPILE, "%s exited 0 but wrote no code object",
+                            cc->identity);
     goto cleanup;
   }
 cleanup:
@@ -100,9 +100,10 @@ static int clang_identity(uq__compiler *cc) {
   int exit_code = 0;
   char *const argv[] = {cc->location, "--version", NULL};
   int status = uq__os_run(argv, NULL, &out, NULL, NULL, &exit_code);
+  /* Not being able to run it (no scratch directory, no memory, a failed
+   * spawn) keeps its own status: the compiler was found. */
   if (status != 0)
-    return uq__errorf(UQ_ENOCOMPILER, "cannot run %s --version: %s",
-                      cc->location, uq_last_error());
+    return uq__error_wrap(status, "cannot run %s --version", cc->location);
   size_t line = strcspn(out, "\r\n");
   if (exit_code != 0 || line == 0 || strstr(out, "clang") == NULL) {
     status = uq__errorf(UQ_ENOCOMPILER,
