@@ -16,8 +16,13 @@ int cli_key_names(const uq_key *keys, size_t n, char ***names,
 void cli_names_free(char **names, size_t count);
 
 /* Writes `header` (one line, written after "# ") and the names, one a
- * line, to `path`: through a temporary file renamed over it, so a reader
- * never sees half a manifest. 0, or -1 with a message on stderr. */
+ * line, to `path` the way a cache entry is written: a private temporary
+ * file beside it (created with O_EXCL | O_NOFOLLOW, so a link planted
+ * there is never followed, and concurrent writers never share one),
+ * synced, then renamed over `path`, so a reader never sees half a
+ * manifest. `path` must be a regular file or nothing: a symbolic link, a
+ * device, a FIFO or a directory there is refused and left alone. "-"
+ * writes to standard output. 0, or -1 with a message on stderr. */
 int cli_manifest_write(const char *cmd, const char *path, const char *header,
                        char *const *names, size_t count);
 

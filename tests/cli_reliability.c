@@ -1,0 +1,264 @@
+/* The uqjit command as a hostile user or a careless operator drives it
+ * (docs/RELIABILITY.md): manifests written through planted links, over
+ * devices and by concurrent writers; manifest input with NUL bytes,
+ * without an end, with duplicates; `cache verify` naming the exact rule an
+ * entry or directory broke; damaged entry paths of any depth. argv[1] is
+ * the uqjit binary, argv[2] the group: "unit" (no compiler) or "compile"
+ * (clang-22: warm through damage a writer must repair). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/cache_util.h"
+#include "tests/cli_run.h"
+
+extern char **environ;
+
+static const char *uqjit;
+
+/* W = 64 x 64 tokens, B = 4: a shape every target plans (cli_tools.c). */
+#define SHAPE_SMALL                                                         \
+  "--batch", "4", "--q-heads", "16", "--kv-heads", "2", "--head-dim",     \
+      "256", "--block-size", "64", "--max-blocks-per-seq", "64"
+
+static char *read_text(const char *path) {
+  size_t len = 0;
+  uint8_t *d = cu_read_file(path, &len);
+  assert_non_null(d);
+  char *s = realloc(d, len + 1);
+  assert_non_null(s);
+  s[len] = '\0';
+  return s;
+}
+
+static void write_text(const char *path, const char *text) {
+  assert_int_equal(cu_write_file(path, text, strlen(text), 0644), 0);
+}
+
+/* The manifest `warm --dry-run` writes for SHAPE_SMALL on gfx950, made in
+ * a directory of its own. */
+static char *expected_manifest(const char *root) {
+  char dir[PATH_MAX], path[PATH_MAX];
+  cu_fmt(dir, "%s/expected", root);
+  cu_mkdirs(dir, 0700);
+  cu_fmt(path, "%s/m", dir);
+  result r = RUN("warm", SHAPE_SMALL, "--dry-run", "--manifest", path);
+  assert_int_equal(r.code, 0);
+  result_free(&r);
+  char *text = read_text(path);
+  assert_true(strncmp(text, "# uqjit manifest: ", 18) == 0);
+  return text;
+}
+
+/* Entries of `dir` whose name starts with `prefix`. */
+static int count_named(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+  closedir(d);
+  return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* warm --manifest: written like a cache entry. */
+
+static void expect_refused(const char *path, const char *kind) {
+  result r = RUN("warm", SHAPE_SMALL, "--dry-run", "--manifest", path);
+  if (r.code != 1 || strstr(r.err, kind) == NULL ||
+      strstr(r.err, "not replaced") == NULL)
+    fail_msg("--manifest over %s: exit %d, stderr: %s", kind, r.code, r.err);
+  result_free(&r);
+}
+
+static void warm_manifest_refuses_links_fifos_and_devices(void **state) {
+  const char *root = *state;
+  char victim[PATH_MAX], link[PATH_MAX], fifo[PATH_MAX], dev[PATH_MAX];
+  cu_fmt(victim, "%s/victim", root);
+  cu_fmt(link, "%s/link", root);
+  cu_fmt(fifo, "%s/fifo", root);
+  cu_fmt(dev, "%s/full", root);
+  write_text(victim, "keep\n");
+  assert_int_equal(symlink(victim, link), 0);
+  expect_refused(link, "a symbolic link");
+  struct stat st;
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  char *text = read_text(victim);
+  assert_string_equal(text, "keep\n");
+  free(text);
+  /* A link to standard output is a link too; "-" is how to ask. */
+  assert_int_equal(unlink(link), 0);
+  assert_int_equal(symlink("/proc/self/fd/1", link), 0);
+  expect_refused(link, "a symbolic link");
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  expect_refused(fifo, "a FIFO");
+  assert_int_equal(lstat(fifo, &st), 0);
+  assert_true(S_ISFIFO(st.st_mode));
+  /* A device node of /dev/full's numbers (only root can make one). */
+  if (mknod(dev, S_IFCHR | 0666, makedev(1, 7)) == 0) {
+    expect_refused(dev, "a character device");
+    assert_int_equal(lstat(dev, &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+  } else {
+    print_message("not root: the device case is skipped\n");
+  }
+  assert_int_equal(count_named(root, "."), 2); /* no temporary file left */
+}
+
+static void warm_manifest_never_follows_a_link_at_a_temporary_name(
+    void **state) {
+  const char *root = *state;
+  char *want = expected_manifest(root);
+  char dir[PATH_MAX], victim[PATH_MAX], path[PATH_MAX], planted[PATH_MAX];
+  cu_fmt(dir, "%s/d", root);
+  cu_mkdirs(dir, 0700);
+  cu_fmt(victim, "%s/victim", root);
+  cu_fmt(path, "%s/MANIFEST", dir);
+  write_text(victim, "keep\n");
+  /* The names a writer might pick: a fixed ".tmp" and a hidden one. */
+  const char *names[] = {"MANIFEST.tmp", ".MANIFEST.tmp", ".MANIFEST.XXXXXX"};
+  for (size_t i = 0; i < 3; i++) {
+    cu_fmt(planted, "%s/%s", dir, names[i]);
+    assert_int_equal(symlink(victim, planted), 0);
+  }
+  write_text(path, "old\n"); /* a regular file is replaced */
+  result r = RUN("warm", SHAPE_SMALL, "--dry-run", "--manifest", path);
+  if (r.code != 0)
+    fail_msg("exit %d, stderr: %s", r.code, r.err);
+  result_free(&r);
+  char *got = read_text(path);
+  assert_string_equal(got, want);
+  free(got);
+  got = read_text(victim);
+  assert_string_equal(got, "keep\n");
+  free(got);
+  for (size_t i = 0; i < 3; i++) {
+    struct stat st;
+    cu_fmt(planted, "%s/%s", dir, names[i]);
+    assert_int_equal(lstat(planted, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+  }
+  assert_int_equal(count_named(dir, ""), 6); /* . .. MANIFEST, 3 links */
+  free(want);
+}
+
+static void warm_manifest_dash_writes_standard_output(void **state) {
+  const char *root = *state;
+  char *want = expected_manifest(root);
+  result r = RUN("warm", SHAPE_SMALL, "--dry-run", "--manifest", "-");
+  assert_int_equal(r.code, 0);
+  /* The manifest, then the dry run's own list. */
+  assert_true(strncmp(r.out, want, strlen(want)) == 0);
+  result_free(&r);
+  expect_usage_error(
+      RUN("warm", SHAPE_SMALL, "--dry-run", "--json", "--manifest", "-"),
+      "--manifest - with --json");
+  free(want);
+}
+
+/* Starts uqjit with args, output to /dev/null. */
+static pid_t spawn_quiet(const char *const *args) {
+  const char *argv[48];
+  size_t n = 0;
+  argv[n++] = uqjit;
+  while (*args != NULL && n < 47)
+    argv[n++] = *args++;
+  argv[n] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  assert_int_equal(posix_spawn(&pid, uqjit, &fa, NULL, (char *const *)argv,
+                               environ),
+                   0);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+#define WRITERS 16
+#define ROUNDS 4
+
+static void concurrent_warms_writing_one_manifest_all_succeed(void **state) {
+  const char *root = *state;
+  char *want = expected_manifest(root);
+  char dir[PATH_MAX], path[PATH_MAX];
+  cu_fmt(dir, "%s/shared", root);
+  cu_mkdirs(dir, 0700);
+  cu_fmt(path, "%s/MANIFEST", dir);
+  int failed = 0;
+  for (int round = 0; round < ROUNDS; round++) {
+    pid_t pids[WRITERS];
+    for (int i = 0; i < WRITERS; i++)
+      pids[i] = spawn_quiet((const char *const[]){
+          "warm", SHAPE_SMALL, "--dry-run", "--manifest", path, NULL});
+    for (int i = 0; i < WRITERS; i++) {
+      int ws;
+      assert_int_equal(waitpid(pids[i], &ws, 0), pids[i]);
+      failed += !(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    }
+  }
+  assert_int_equal(failed, 0);
+  char *got = read_text(path);
+  assert_string_equal(got, want);
+  free(got);
+  assert_int_equal(count_named(dir, ""), 3); /* . .. MANIFEST */
+  free(want);
+}
+
+/* ------------------------------------------------------------------ */
+
+static int setup(void **state) {
+  char *dir = malloc(PATH_MAX);
+  cu_mkdtemp(dir);
+  *state = dir;
+  return 0;
+}
+
+static int teardown(void **state) {
+  cu_rm_rf(*state);
+  free(*state);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s PATH-TO-UQJIT unit|compile\n", argv[0]);
+    return 1;
+  }
+  uqjit = argv[1];
+  cli_run_init(uqjit, 120000);
+  unsetenv("UQJIT_DISABLE_JIT");
+  unsetenv("UQJIT_CACHE_PATH");
+#define T_(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+  const struct CMUnitTest unit[] = {
+      T_(warm_manifest_refuses_links_fifos_and_devices),
+      T_(warm_manifest_never_follows_a_link_at_a_temporary_name),
+      T_(warm_manifest_dash_writes_standard_output),
+      T_(concurrent_warms_writing_one_manifest_all_succeed),
+  };
+#undef T_
+  if (strcmp(argv[2], "unit") == 0)
+    return cmocka_run_group_tests_name("cli_reliability_unit", unit, NULL,
+                                       NULL);
+  fprintf(stderr, "unknown group '%s'\n", argv[2]);
+  return 1;
+}
