@@ -225,6 +225,39 @@ static void concurrent_warms_writing_one_manifest_all_succeed(void **state) {
 }
 
 /* ------------------------------------------------------------------ */
+/* Damaged entry paths. */
+
+/* `mkdir -p $E/a/b/c/d; touch $E/a/b/c/d/f` at an entry's path: verify
+ * counts it, prune removes it, verify is clean again. */
+static void cache_prune_removes_a_tree_four_levels_deep_at_an_entry_path(
+    void **state) {
+  const char *root = *state;
+  char cache[PATH_MAX], entry[PATH_MAX], deep[PATH_MAX], file[PATH_MAX];
+  uq__digest k;
+  cu_key(3, &k);
+  cu_fmt(cache, "%s/cache", root);
+  cu_entry_path(cache, "gfx942", &k, entry);
+  cu_fmt(deep, "%s/a/b/c/d", entry);
+  cu_mkdirs(deep, 0700);
+  cu_fmt(file, "%s/f", deep);
+  write_text(file, "x");
+  result r = RUN("cache", "verify", "--cache-dir", cache);
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.out, "0 good, 1 bad"));
+  result_free(&r);
+  r = RUN("cache", "prune", "--cache-dir", cache, "--max-size", "1G");
+  assert_int_equal(r.code, 0);
+  if (strstr(r.out, "removed 1 file,") == NULL)
+    fail_msg("prune: %s", r.out);
+  result_free(&r);
+  assert_false(cu_exists(entry));
+  r = RUN("cache", "verify", "--cache-dir", cache);
+  assert_int_equal(r.code, 0);
+  assert_non_null(strstr(r.out, "0 good, 0 bad"));
+  result_free(&r);
+}
+
+/* ------------------------------------------------------------------ */
 
 static int setup(void **state) {
   char *dir = malloc(PATH_MAX);
@@ -254,6 +287,7 @@ int main(int argc, char **argv) {
       T_(warm_manifest_never_follows_a_link_at_a_temporary_name),
       T_(warm_manifest_dash_writes_standard_output),
       T_(concurrent_warms_writing_one_manifest_all_succeed),
+      T_(cache_prune_removes_a_tree_four_levels_deep_at_an_entry_path),
   };
 #undef T_
   if (strcmp(argv[2], "unit") == 0)

@@ -175,6 +175,57 @@ static void directory_at_entry_path_is_bad_and_repaired(void **state) {
   expect_verify(f, 1, 0);
 }
 
+/* A directory tree `depth` levels deep at `path`, made level by level
+ * with mkdirat (no path grows past PATH_MAX), with a file at every level
+ * and, at the bottom, a link to `outside` and a FIFO. */
+static void make_deep_tree(const char *path, int depth, const char *outside) {
+  cu_mkdirs(path, 0700);
+  int fd = open(path, O_RDONLY | O_DIRECTORY);
+  assert_true(fd >= 0);
+  for (int i = 0; i < depth; i++) {
+    int f = openat(fd, "f", O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(f >= 0);
+    close(f);
+    assert_int_equal(mkdirat(fd, "d", 0700), 0);
+    int next = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+    assert_true(next >= 0);
+    close(fd);
+    fd = next;
+  }
+  assert_int_equal(symlinkat(outside, fd, "link"), 0);
+  assert_int_equal(mkfifoat(fd, "fifo", 0600), 0);
+  close(fd);
+}
+
+static void deep_tree_at_entry_path_is_removed_by_prune_and_by_a_writer(
+    void **state) {
+  fx *f = *state;
+  char outside[PATH_MAX], kept[PATH_MAX];
+  cu_fmt(outside, "%s/outside", f->root);
+  cu_fmt(kept, "%s/outside/file", f->root);
+  cu_mkdirs(outside, 0700);
+  assert_int_equal(cu_write_file(kept, "x", 1, 0600), 0);
+  const int depths[] = {4, 5, 40, 300};
+  for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
+    make_deep_tree(f->entry, depths[i], outside);
+    expect_verify(f, 0, 1);
+    uint64_t removed = 0;
+    assert_int_equal(uq_cache_prune(f->w, UINT64_MAX, &removed, NULL), 0);
+    if (removed != 1 || cu_exists(f->entry))
+      fail_msg("depth %d: removed %llu, entry path %s", depths[i],
+               (unsigned long long)removed,
+               cu_exists(f->entry) ? "still there" : "gone");
+    expect_verify(f, 0, 0);
+    /* A writer replaces one too, and the kernel is back. */
+    make_deep_tree(f->entry, depths[i], outside);
+    put_entry(f);
+    assert_int_equal(get_status(f), 0);
+    expect_verify(f, 1, 0);
+    assert_int_equal(unlink(f->entry), 0);
+  }
+  assert_true(cu_exists(kept)); /* the links' target was never entered */
+}
+
 /* ---- directories ---- */
 
 static void symlinked_hex_directory_is_bad_in_verify_and_removed(
@@ -345,6 +396,7 @@ int main(void) {
       T_(group_writable_entry_is_refused_by_loader_and_verify),
       T_(fifo_at_entry_path_is_bad_and_never_blocks),
       T_(directory_at_entry_path_is_bad_and_repaired),
+      T_(deep_tree_at_entry_path_is_removed_by_prune_and_by_a_writer),
       T_(symlinked_hex_directory_is_bad_in_verify_and_removed),
       T_(symlinked_version_and_target_directories_are_bad),
       T_(world_writable_hex_directory_is_bad_and_repaired),

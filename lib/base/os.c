@@ -69,31 +69,87 @@ int uq__os_find_program(const char *name, char *out, size_t n) {
  * pid may have been reused or belong to another pid namespace. */
 #define UQ__OS_STALE_SCRATCH_SECONDS (24 * 3600)
 
-/* rm -rf below an open directory, without following symlinks; `depth`
- * bounds the recursion (compilers nest a level or two at most). */
-static void remove_below(int dirfd, int depth) {
-  int fd = dup(dirfd);
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+/* Directory levels held open at once while a tree is emptied: a
+ * directory deeper than this is moved up into the tree's top and emptied
+ * from there, so that no depth costs more descriptors or stack. */
+#define UQ__OS_REMOVE_HOLD 16
+
+typedef struct remover {
+  int top;           /* the directory being emptied */
+  dev_t dev;         /* its file system: mounts below are not entered */
+  unsigned moved;    /* names given to directories moved up */
+  size_t progress;   /* entries removed or moved in this pass */
+} remover;
+
+/* Removes what it can below the directory open on fd, `level` levels
+ * below r->top. Never follows a link: every name is looked at with
+ * AT_SYMLINK_NOFOLLOW and opened with O_NOFOLLOW. */
+static void empty_dir(remover *r, int fd, int level) {
+  int dup_fd = dup(fd);
+  DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
   if (d == NULL) {
-    if (fd >= 0)
-      close(fd);
+    if (dup_fd >= 0)
+      close(dup_fd);
     return;
   }
+  rewinddir(d); /* the duplicate shares fd's offset, at the end after a pass */
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+    const char *n = e->d_name;
+    struct stat st;
+    if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 ||
+        fstatat(fd, n, &st, AT_SYMLINK_NOFOLLOW) != 0)
       continue;
-    if (unlinkat(dirfd, e->d_name, 0) == 0 || depth <= 0)
+    if (!S_ISDIR(st.st_mode) || unlinkat(fd, n, AT_REMOVEDIR) == 0) {
+      if (S_ISDIR(st.st_mode) || unlinkat(fd, n, 0) == 0)
+        r->progress++;
       continue;
-    int sub = openat(dirfd, e->d_name,
-                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub >= 0) {
-      remove_below(sub, depth - 1);
-      close(sub);
-      unlinkat(dirfd, e->d_name, AT_REMOVEDIR);
     }
+    if (st.st_dev != r->dev)
+      continue; /* a mount point: its contents are not ours to remove */
+    if (level + 1 >= UQ__OS_REMOVE_HOLD) {
+      char up[32];
+      snprintf(up, sizeof up, ".uqjit-rm-%u", r->moved++);
+      if (renameat(fd, n, r->top, up) == 0)
+        r->progress++;
+      continue;
+    }
+    int sub = openat(fd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0)
+      continue;
+    empty_dir(r, sub, level + 1);
+    close(sub);
+    if (unlinkat(fd, n, AT_REMOVEDIR) == 0)
+      r->progress++;
   }
   closedir(d);
+}
+
+int uq__os_remove_at(int dirfd, const char *name) {
+  struct stat st;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT ? 0 : -1;
+  if (!S_ISDIR(st.st_mode))
+    return unlinkat(dirfd, name, 0);
+  if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0)
+    return 0;
+  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  remover r = {fd, st.st_dev, 0, 0};
+  int rc;
+  /* Passes until the directory goes: one that removes or moves nothing
+   * (no permission, a mount point) ends it. */
+  do {
+    r.progress = 0;
+    empty_dir(&r, fd, 0);
+    rc = unlinkat(dirfd, name, AT_REMOVEDIR);
+  } while (rc != 0 && (errno == ENOTEMPTY || errno == EEXIST) &&
+           r.progress > 0);
+  int e = errno;
+  close(fd);
+  errno = e;
+  return rc;
 }
 
 /* "$TMPDIR/uqjit-<uid>" (TMPDIR unset or relative: /tmp), made 0700 when
@@ -149,13 +205,7 @@ void uq__os_sweep_scratch(void) {
     int dead = kill((pid_t)pid, 0) != 0 && errno == ESRCH;
     if (!dead && now - st.st_mtime <= UQ__OS_STALE_SCRATCH_SECONDS)
       continue;
-    int sub = openat(pfd, e->d_name,
-                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub >= 0) {
-      remove_below(sub, 4);
-      close(sub);
-      unlinkat(pfd, e->d_name, AT_REMOVEDIR);
-    }
+    (void)uq__os_remove_at(pfd, e->d_name);
   }
   closedir(d);
   close(pfd);
@@ -179,14 +229,7 @@ int uq__os_mkdtemp(char *out, size_t n) {
   return 0;
 }
 
-void uq__os_rmtree(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) {
-    remove_below(fd, 4);
-    close(fd);
-  }
-  rmdir(dir);
-}
+void uq__os_rmtree(const char *dir) { (void)uq__os_remove_at(AT_FDCWD, dir); }
 
 int uq__os_read_file(const char *path, char **data, size_t *len) {
   int status = 0;

@@ -20,6 +20,13 @@ int uq__os_mkdtemp(char *out, size_t n);
 /* Removes a directory made by uq__os_mkdtemp and everything in it (never
  * following a symlink). */
 void uq__os_rmtree(const char *dir);
+/* Removes `name` under the directory open on dirfd (AT_FDCWD: a path):
+ * a file, link, FIFO or device, or a directory with everything in it at
+ * any depth. Never follows a symbolic link (the link goes, its target
+ * stays), never enters another file system mounted below, and holds a
+ * bounded number of descriptors however deep the tree. 0 (also when
+ * nothing is there), or -1 with errno set. */
+int uq__os_remove_at(int dirfd, const char *name);
 /* Removes the scratch directories of dead processes, and any older than a
  * day, from "$TMPDIR/uqjit-<uid>": what a killed compile left. */
 void uq__os_sweep_scratch(void);

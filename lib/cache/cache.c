@@ -514,7 +514,7 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
                   : renameat(dirfd, tmpbase, dirfd, fname);
   if (moved != 0 && (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST)) {
     /* A directory at the entry's path: never an entry, so remove it. */
-    (void)uq__cache_remove_tree(dirfd, fname, 4);
+    (void)uq__cache_remove_tree(dirfd, fname);
     moved = renameat(dirfd, tmpbase, dirfd, fname);
   }
   if (moved != 0) {

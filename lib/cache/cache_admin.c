@@ -316,7 +316,7 @@ static int repair_level(const walk_item *it) {
     return 0;
   if (S_ISDIR(it->st->st_mode) && it->st->st_uid == geteuid())
     return fchmodat(it->hexfd, it->name, 0700, 0) == 0;
-  return uq__cache_remove_tree(it->hexfd, it->name, 4) == 0;
+  return uq__cache_remove_tree(it->hexfd, it->name) == 0;
 }
 
 static int prune_one(void *user, const walk_item *it) {
@@ -335,7 +335,7 @@ static int prune_one(void *user, const walk_item *it) {
   if (!it->valid) {
     /* Whatever stands at an entry's path: a file, FIFO, link or a
      * directory tree. */
-    if (uq__cache_remove_tree(it->hexfd, it->name, 4) == 0)
+    if (uq__cache_remove_tree(it->hexfd, it->name) == 0)
       pc->removed++;
     return 0;
   }

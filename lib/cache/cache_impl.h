@@ -57,8 +57,8 @@ int uq__cache_open_entry_dir(const char *root, const char *tdir,
  * follows to report in place of its ENOENT. */
 int uq__cache_make_dirs(const char *path);
 /* Removes `name` under dirfd: a file, link or FIFO, or a directory with
- * what it holds down to `depth` levels (never following a link). 0, or -1
- * with errno set. */
-int uq__cache_remove_tree(int dirfd, const char *name, int depth);
+ * what it holds at any depth (uq__os_remove_at: never following a link).
+ * 0, or -1 with errno set. */
+int uq__cache_remove_tree(int dirfd, const char *name);
 
 #endif

@@ -4,7 +4,6 @@
  * safety are the ones an entry is read from. */
 #include "lib/cache/cache_impl.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,6 +16,7 @@
 #include "lib/base/alloc.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
+#include "lib/base/os.h"
 
 /* ---- Names ------------------------------------------------------------- */
 
@@ -261,24 +261,6 @@ int uq__cache_make_dirs(const char *path) {
   return last;
 }
 
-int uq__cache_remove_tree(int parent, const char *name, int depth) {
-  struct stat st;
-  if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-    return errno == ENOENT ? 0 : -1;
-  if (!S_ISDIR(st.st_mode))
-    return unlinkat(parent, name, 0);
-  int fd = depth > 0 ? openat(parent, name, O_RDONLY | O_DIRECTORY |
-                                               O_NOFOLLOW | O_CLOEXEC)
-                     : -1;
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-  if (d == NULL && fd >= 0)
-    close(fd);
-  if (d != NULL) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-        (void)uq__cache_remove_tree(dirfd(d), e->d_name, depth - 1);
-    closedir(d);
-  }
-  return unlinkat(parent, name, AT_REMOVEDIR);
+int uq__cache_remove_tree(int parent, const char *name) {
+  return uq__os_remove_at(parent, name);
 }
