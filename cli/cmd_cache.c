@@ -33,8 +33,11 @@ static void cache_usage(FILE *out) {
           "           names containing S\n"
           "  verify   checks every entry's header and digests; exit status 1 "
           "when\n"
-          "           any entry is bad (bad entries are kept: prune removes "
-          "them).\n"
+          "           any entry is bad, with a line 'bad: PATH: RULE' "
+          "for each bad\n"
+          "           entry or refused directory naming the rule it broke "
+          "(bad\n"
+          "           entries are kept: prune removes them).\n"
           "           With --manifest FILE (kernel names, one a line; blank "
           "lines\n"
           "           and '#' comments ignored): exit status 0 only when "
@@ -43,12 +46,13 @@ static void cache_usage(FILE *out) {
           "           UQJIT_CACHE_PATH layer, 1 naming the missing ones, 2 "
           "for a\n"
           "           malformed name\n"
-          "  prune    removes bad entries and stale temporary files, then "
-          "the least\n"
-          "           recently written entries until the total is <= "
-          "--max-size\n"
-          "           (BYTES, or with a K, M or G suffix; 0 empties the "
-          "cache)\n"
+          "  prune    removes bad entries (each named as verify names it) "
+          "and stale\n"
+          "           temporary files, then the least recently written "
+          "entries until\n"
+          "           the total is <= --max-size (BYTES, or with a K, M or "
+          "G suffix;\n"
+          "           0 empties the cache)\n"
           "  stats    entries, total bytes, and both per target\n\n"
           "trust (docs/RELIABILITY.md): loading an entry runs its code on "
           "the GPU, so\n"
@@ -237,6 +241,14 @@ static int cache_ls(const cache_options *o, const char *dir) {
 
 static int cache_verify_manifest(const cache_options *o, const char *dir);
 
+/* One line per bad entry or refused directory, naming the rule it broke. */
+static int print_bad(void *user, const uq_cache_entry *e) {
+  (void)user;
+  if (!e->valid)
+    printf("bad: %s: %s\n", e->path, e->problem);
+  return 0;
+}
+
 static int cache_verify(const cache_options *o, const char *dir) {
   if (o->manifest != NULL)
     return cache_verify_manifest(o, dir);
@@ -244,6 +256,8 @@ static int cache_verify(const cache_options *o, const char *dir) {
   int rc = uq_cache_verify(dir, &good, &bad);
   if (rc != 0)
     return cli_fail(CMD, rc, "cannot verify the cache");
+  if (bad > 0 && !o->json && (rc = uq_cache_list(dir, print_bad, NULL)) != 0)
+    return cli_fail(CMD, rc, "cannot list the bad entries");
   if (o->json) {
     printf("{");
     print_dir_json(dir);
@@ -255,14 +269,16 @@ static int cache_verify(const cache_options *o, const char *dir) {
     return CLI_EXIT_OK;
   fprintf(stderr,
           "uqjit cache: %" PRIu64 " bad entr%s (`uqjit cache prune` "
-          "removes them; `uqjit cache ls` names them)\n",
+          "removes them)\n",
           bad, bad == 1 ? "y" : "ies");
   return CLI_EXIT_FAILURE;
 }
 
 static int cache_prune(const cache_options *o, const char *dir) {
   uint64_t removed = 0, left = 0;
-  int rc = uq_cache_prune(dir, o->max_size, &removed, &left);
+  int rc = o->json ? 0 : uq_cache_list(dir, print_bad, NULL);
+  if (rc == 0)
+    rc = uq_cache_prune(dir, o->max_size, &removed, &left);
   if (rc != 0)
     return cli_fail(CMD, rc, "cannot prune the cache");
   if (o->json) {

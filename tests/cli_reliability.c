@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "lib/cache/cache.h"
 #include "tests/cache_util.h"
 #include "tests/cli_run.h"
 
@@ -225,6 +226,95 @@ static void concurrent_warms_writing_one_manifest_all_succeed(void **state) {
 }
 
 /* ------------------------------------------------------------------ */
+/* cache verify and prune name the rule each bad item broke. */
+
+/* Stores a 1000-byte entry of key k for gfx942 in `cache`. */
+static void put_entry(const char *cache, const uq__digest *k) {
+  uq__cache *c = NULL;
+  assert_int_equal(uq__cache_open(cache, "", &c), 0);
+  uint8_t *p = cu_payload(1, 1000);
+  assert_int_equal(uq__cache_put(c, "gfx942", k, NULL, p, 1000), 0);
+  free(p);
+  uq__cache_close(c);
+}
+
+/* Keys out[0..n) whose entries lie in n different 2-hex directories. */
+static void keys_in_distinct_dirs(const char *cache, uq__digest *out,
+                                  int n) {
+  char dirs[8][PATH_MAX];
+  int found = 0;
+  for (int i = 0; found < n && i < 1000; i++) {
+    cu_key(100 + i, &out[found]);
+    cu_entry_dir(cache, "gfx942", &out[found], dirs[found]);
+    int dup = 0;
+    for (int j = 0; j < found; j++)
+      dup |= strcmp(dirs[j], dirs[found]) == 0;
+    found += !dup;
+  }
+  assert_int_equal(found, n);
+}
+
+static void expect_line(const char *text, const char *path, const char *why) {
+  char line[2 * PATH_MAX];
+  snprintf(line, sizeof line, "bad: %s: %s\n", path, why);
+  if (strstr(text, line) == NULL)
+    fail_msg("no line '%s' in:\n%s", line, text);
+}
+
+static void cache_verify_names_the_rule_each_bad_item_broke(void **state) {
+  const char *root = *state;
+  char cache[PATH_MAX], other[PATH_MAX], e[3][PATH_MAX], hex[PATH_MAX];
+  char why[256];
+  uq__digest k[3];
+  cu_fmt(cache, "%s/cache", root);
+  cu_fmt(other, "%s/other", root);
+  keys_in_distinct_dirs(cache, k, 3);
+  for (int i = 0; i < 3; i++) {
+    put_entry(cache, &k[i]);
+    cu_entry_path(cache, "gfx942", &k[i], e[i]);
+  }
+  /* A group-writable entry. */
+  assert_int_equal(chmod(e[0], 0664), 0);
+  /* A symbolic link at an entry's path, to a valid entry elsewhere. */
+  char target[PATH_MAX];
+  put_entry(other, &k[1]);
+  cu_entry_path(other, "gfx942", &k[1], target);
+  assert_int_equal(unlink(e[1]), 0);
+  assert_int_equal(symlink(target, e[1]), 0);
+  /* A 0700 directory of another user (root only). */
+  cu_entry_dir(cache, "gfx942", &k[2], hex);
+  int foreign = geteuid() == 0 && chown(hex, 65534, 65534) == 0;
+  result r = RUN("cache", "verify", "--cache-dir", cache);
+  assert_int_equal(r.code, 1);
+  expect_line(r.out, e[0], "a file writable by its group (mode 0664)");
+  expect_line(r.out, e[1], "a symbolic link");
+  if (foreign) {
+    snprintf(why, sizeof why,
+             "a directory (mode 0700) owned by uid 65534, not this user "
+             "(uid 0) or root");
+    expect_line(r.out, hex, why);
+    assert_non_null(strstr(r.out, "0 good, 3 bad"));
+  } else {
+    assert_non_null(strstr(r.out, "1 good, 2 bad"));
+  }
+  result_free(&r);
+  /* prune names them too, then removes them. */
+  r = RUN("cache", "prune", "--cache-dir", cache, "--max-size", "1G");
+  assert_int_equal(r.code, 0);
+  expect_line(r.out, e[0], "a file writable by its group (mode 0664)");
+  expect_line(r.out, e[1], "a symbolic link");
+  if (foreign)
+    expect_line(r.out, hex, why);
+  result_free(&r);
+  r = RUN("cache", "verify", "--cache-dir", cache);
+  assert_int_equal(r.code, 0);
+  result_free(&r);
+  assert_true(cu_exists(target)); /* the link's target is kept */
+  if (!foreign)
+    skip(); /* the foreign-directory case needs root to chown */
+}
+
+/* ------------------------------------------------------------------ */
 /* Damaged entry paths. */
 
 /* `mkdir -p $E/a/b/c/d; touch $E/a/b/c/d/f` at an entry's path: verify
@@ -254,6 +344,62 @@ static void cache_prune_removes_a_tree_four_levels_deep_at_an_entry_path(
   r = RUN("cache", "verify", "--cache-dir", cache);
   assert_int_equal(r.code, 0);
   assert_non_null(strstr(r.out, "0 good, 0 bad"));
+  result_free(&r);
+}
+
+/* ------------------------------------------------------------------ */
+/* compile: warm repairs what a writer must repair. */
+
+static int chown_dirs(const char *dir, int depth) {
+  int n = 0;
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char p[PATH_MAX];
+    struct stat st;
+    if (e->d_name[0] == '.')
+      continue;
+    cu_fmt(p, "%s/%s", dir, e->d_name);
+    if (lstat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+      continue;
+    if (depth > 0)
+      n += chown_dirs(p, depth - 1);
+    else if (chown(p, 65534, 65534) == 0 && chmod(p, 0700) == 0)
+      n++;
+  }
+  closedir(d);
+  return n;
+}
+
+static void warm(const char *cache, const char *what, const char *want) {
+  result r = RUN("warm", SHAPE_SMALL, "--target", "gfx950", "--cache-dir",
+                 cache);
+  if (r.code != 0 || strstr(r.out, want) == NULL)
+    fail_msg("%s: exit %d, stdout:\n%s\nstderr:\n%s", what, r.code, r.out,
+             r.err);
+  result_free(&r);
+}
+
+/* `chown nobody <cache>/v2/gfx950/<hh>; uqjit warm`: the reader refuses
+ * the directory, the writer removes it and makes it again. */
+static void warm_replaces_directories_of_another_user(void **state) {
+  const char *root = *state;
+  if (geteuid() != 0)
+    skip(); /* only root can give a directory away */
+  char cache[PATH_MAX], tdir[PATH_MAX];
+  cu_fmt(cache, "%s/cache", root);
+  cu_fmt(tdir, "%s/v2", cache);
+  warm(cache, "cold warm", "3 compiled");
+  assert_int_equal(chown_dirs(tdir, 1), 3); /* the 2-hex directories */
+  warm(cache, "warm through foreign 2-hex directories", "3 compiled");
+  warm(cache, "warm after the repair", "3 from cache");
+  assert_int_equal(chown_dirs(tdir, 0), 1); /* v2/gfx950 */
+  warm(cache, "warm through a foreign target directory", "3 compiled");
+  warm(cache, "warm after the repair", "3 from cache");
+  result r = RUN("cache", "verify", "--cache-dir", cache);
+  assert_int_equal(r.code, 0);
+  assert_non_null(strstr(r.out, "3 good, 0 bad"));
   result_free(&r);
 }
 
@@ -288,11 +434,26 @@ int main(int argc, char **argv) {
       T_(warm_manifest_dash_writes_standard_output),
       T_(concurrent_warms_writing_one_manifest_all_succeed),
       T_(cache_prune_removes_a_tree_four_levels_deep_at_an_entry_path),
+      T_(cache_verify_names_the_rule_each_bad_item_broke),
   };
-#undef T_
+  const struct CMUnitTest compile[] = {
+      T_(warm_replaces_directories_of_another_user),
+  };
   if (strcmp(argv[2], "unit") == 0)
     return cmocka_run_group_tests_name("cli_reliability_unit", unit, NULL,
                                        NULL);
+  if (strcmp(argv[2], "compile") == 0) {
+    if (access("/usr/bin/clang-22", X_OK) != 0 &&
+        getenv("UQJIT_CLANG") == NULL) {
+      fprintf(stderr, "clang-22 not found: skipping\n");
+      return 77;
+    }
+    /* Kernel names and compile times of the portable layer. */
+    setenv("UQJIT_VARIANT", "portable", 1);
+    return cmocka_run_group_tests_name("cli_reliability_compile", compile,
+                                       NULL, NULL);
+  }
+#undef T_
   fprintf(stderr, "unknown group '%s'\n", argv[2]);
   return 1;
 }
