@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -64,9 +65,8 @@ int uq__os_find_program(const char *name, char *out, size_t n) {
   return UQ_ENOENT;
 }
 
-/* Scratch directories left by a process that died (its pid is gone) are
- * removed; one older than this is removed whatever its pid says, since the
- * pid may have been reused or belong to another pid namespace. */
+/* A scratch directory without its owner's lock, or a hidden one (its owner
+ * died before taking the lock), is removed once older than this. */
 #define UQ__OS_STALE_SCRATCH_SECONDS (24 * 3600)
 
 /* Directory levels held open at once while a tree is emptied: a
@@ -152,15 +152,47 @@ int uq__os_remove_at(int dirfd, const char *name) {
   return rc;
 }
 
-/* "$TMPDIR/uqjit-<uid>" (TMPDIR unset or relative: /tmp), made 0700 when
- * missing. It must be a real directory of ours that nobody else can write,
- * since compilers read their inputs back from it. */
-static int scratch_parent(char *out, size_t n) {
-  /* TMPDIR is the system's convention for scratch space (read-only images
-   * often point it somewhere writable); it is no uqjit setting. */
+/* The file in every scratch directory that its owner holds an flock(2)
+ * on for the directory's whole life. The kernel drops the lock when the
+ * owner dies, whatever PID namespace it ran in, so a lock that can be
+ * taken means the directory is abandoned. */
+#define UQ__OS_OWNER_LOCK ".uqjit-owner"
+/* The hidden name a scratch directory has until its owner holds the lock:
+ * the sweep never sees an unlocked directory under a scratch name. */
+#define UQ__OS_NEW_PREFIX ".new-"
+
+/* TMPDIR is the system's convention for scratch space (read-only images
+ * often point it somewhere writable); it is no uqjit setting. */
+static const char *tmp_base(void) {
   const char *base = secure_getenv("TMPDIR");
-  if (base == NULL || base[0] != '/')
-    base = "/tmp";
+  return base != NULL && base[0] == '/' ? base : "/tmp";
+}
+
+/* Why the per-user parent is not ours to use, or NULL when it is. */
+static const char *parent_distrust(const struct stat *st, char *why,
+                                   size_t n) {
+  if (S_ISLNK(st->st_mode))
+    snprintf(why, n, "a symbolic link");
+  else if (!S_ISDIR(st->st_mode))
+    snprintf(why, n, "not a directory");
+  else if (st->st_uid != geteuid())
+    snprintf(why, n, "owned by uid %u, not this user (uid %u)",
+             (unsigned)st->st_uid, (unsigned)geteuid());
+  else if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    snprintf(why, n, "writable by group or others (mode %04o)",
+             (unsigned)(st->st_mode & 07777));
+  else
+    return NULL;
+  return why;
+}
+
+/* "$TMPDIR/uqjit-<uid>" (TMPDIR unset or relative: /tmp), made 0700 when
+ * missing. 0 when it is a real directory of ours that nobody else can
+ * write (compilers read their inputs back from it); 1 when something else
+ * stands there, `why` saying what (anyone can squat the name in a shared
+ * /tmp); a negative status when it cannot be made at all. */
+static int scratch_parent(char *out, size_t n, char *why, size_t wn) {
+  const char *base = tmp_base();
   if ((size_t)snprintf(out, n, "%s/uqjit-%u", base, (unsigned)geteuid()) >= n)
     return uq__errorf(UQ_EIO, "temporary directory name too long: %s", base);
   if (mkdir(out, 0700) != 0 && errno != EEXIST) {
@@ -169,67 +201,173 @@ static int scratch_parent(char *out, size_t n) {
                       base, strerror(e));
   }
   struct stat st;
-  if (lstat(out, &st) != 0 || !S_ISDIR(st.st_mode) ||
-      st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-    return uq__errorf(UQ_EIO, "temporary directory %s is not a directory of "
-                      "ours that only we can write", out);
-  return 0;
+  if (lstat(out, &st) != 0) {
+    int e = errno;
+    return uq__errorf(UQ_EIO, "cannot use temporary directory %s: %s", out,
+                      strerror(e));
+  }
+  return parent_distrust(&st, why, wn) != NULL ? 1 : 0;
 }
 
-void uq__os_sweep_scratch(void) {
-  char parent[PATH_MAX];
-  if (scratch_parent(parent, sizeof parent) != 0) {
-    uq__error_clear();
-    return;
-  }
-  int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  int fd = pfd >= 0 ? dup(pfd) : -1;
+/* 1 while the scratch directory `name` (of process `pid`, made `age`
+ * seconds ago) under pfd may still be in use. Its owner's lock decides,
+ * whatever its age. A directory without one (made by a uqjit that
+ * predates the lock) is abandoned when its pid is gone here (which
+ * misjudges processes of other PID namespaces) or it is older than a
+ * day. */
+static int scratch_in_use(int pfd, const char *name, long pid, time_t age) {
+  int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
+    return 1;
+  int lfd = openat(dfd, UQ__OS_OWNER_LOCK,
+                   O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  int e = errno;
+  close(dfd);
+  if (lfd < 0)
+    return e != ENOENT ||
+           !(age > UQ__OS_STALE_SCRATCH_SECONDS ||
+             (kill((pid_t)pid, 0) != 0 && errno == ESRCH));
+  int held = flock(lfd, LOCK_EX | LOCK_NB) != 0;
+  close(lfd);
+  return held;
+}
+
+/* The pid of a scratch directory's name "<prefix><pid>-XXXXXX", or 0. */
+static long scratch_pid(const char *name, const char *prefix) {
+  size_t k = strlen(prefix);
+  if (strncmp(name, prefix, k) != 0)
+    return 0;
+  char *end;
+  long pid = strtol(name + k, &end, 10);
+  return end != name + k && *end == '-' && strlen(end) == 7 && pid > 0 ? pid
+                                                                       : 0;
+}
+
+/* Removes the abandoned scratch directories named "<prefix><pid>-XXXXXX"
+ * in the directory open on pfd, and hidden ones ("<hidden><pid>-XXXXXX":
+ * an owner died before taking its lock) older than a day. Only real
+ * directories of ours are looked at. */
+static void sweep_dir(int pfd, const char *prefix, const char *hidden) {
+  int fd = dup(pfd);
   DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   if (d == NULL) {
     if (fd >= 0)
       close(fd);
-    if (pfd >= 0)
-      close(pfd);
     return;
   }
   time_t now = time(NULL);
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    char *end;
-    long pid = strtol(e->d_name, &end, 10);
+    long pid = scratch_pid(e->d_name, prefix);
+    long hidden_pid = scratch_pid(e->d_name, hidden);
     struct stat st;
-    if (end == e->d_name || *end != '-' || pid <= 0 || pid == (long)getpid() ||
+    if ((pid == 0 && hidden_pid == 0) || pid == (long)getpid() ||
         fstatat(pfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !S_ISDIR(st.st_mode))
+        !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
       continue;
-    int dead = kill((pid_t)pid, 0) != 0 && errno == ESRCH;
-    if (!dead && now - st.st_mtime <= UQ__OS_STALE_SCRATCH_SECONDS)
-      continue;
-    (void)uq__os_remove_at(pfd, e->d_name);
+    time_t age = now - st.st_mtime;
+    if (pid != 0 ? !scratch_in_use(pfd, e->d_name, pid, age)
+                 : age > UQ__OS_STALE_SCRATCH_SECONDS)
+      (void)uq__os_remove_at(pfd, e->d_name);
   }
   closedir(d);
-  close(pfd);
+}
+
+/* The prefix of private scratch directories made directly in $TMPDIR
+ * when the per-user parent is not ours: "uqjit-<uid>-". */
+static void fallback_prefix(char *out, size_t n, const char *lead) {
+  snprintf(out, n, "%suqjit-%u-", lead, (unsigned)geteuid());
+}
+
+void uq__os_sweep_scratch(void) {
+  char parent[PATH_MAX], why[128], prefix[64], hidden[64];
+  if (scratch_parent(parent, sizeof parent, why, sizeof why) == 0) {
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd >= 0) {
+      sweep_dir(pfd, "", UQ__OS_NEW_PREFIX);
+      close(pfd);
+    }
+  }
+  uq__error_clear();
+  /* What fallback directories killed processes left in $TMPDIR itself. */
+  int bfd = open(tmp_base(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (bfd >= 0) {
+    fallback_prefix(prefix, sizeof prefix, "");
+    fallback_prefix(hidden, sizeof hidden, UQ__OS_NEW_PREFIX);
+    sweep_dir(bfd, prefix, hidden);
+    close(bfd);
+  }
 }
 
 static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
+static int warned_fallback;
 
-int uq__os_mkdtemp(char *out, size_t n) {
-  pthread_once(&sweep_once, uq__os_sweep_scratch);
-  char parent[PATH_MAX];
-  int status = scratch_parent(parent, sizeof parent);
-  if (status != 0)
-    return status;
-  if ((size_t)snprintf(out, n, "%s/%ld-XXXXXX", parent, (long)getpid()) >= n)
-    return uq__errorf(UQ_EIO, "temporary directory name too long: %s", parent);
-  if (mkdtemp(out) == NULL) {
+/* Makes "<dir>/<lead><name>XXXXXX" (mkdtemp, 0700), takes the lock in it,
+ * then renames it to "<dir>/<name>XXXXXX" in s->path. */
+static int make_locked(const char *dir, const char *name, uq__os_scratch *s) {
+  char fresh[PATH_MAX];
+  if ((size_t)snprintf(fresh, sizeof fresh, "%s/%s%sXXXXXX", dir,
+                       UQ__OS_NEW_PREFIX, name) >= sizeof fresh)
+    return uq__errorf(UQ_EIO, "temporary directory name too long: %s", dir);
+  if (mkdtemp(fresh) == NULL) {
     int e = errno;
     return uq__errorf(UQ_EIO, "cannot create a temporary directory in %s: %s",
-                      parent, strerror(e));
+                      dir, strerror(e));
+  }
+  size_t dlen = strlen(dir) + 1;
+  snprintf(s->path, sizeof s->path, "%.*s%s", (int)dlen, fresh,
+           fresh + dlen + strlen(UQ__OS_NEW_PREFIX));
+  char lock[PATH_MAX + 16];
+  snprintf(lock, sizeof lock, "%s/" UQ__OS_OWNER_LOCK, fresh);
+  s->lock_fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
+  int e = errno;
+  if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX) != 0 ||
+      rename(fresh, s->path) != 0) {
+    e = errno;
+    (void)uq__os_remove_at(AT_FDCWD, fresh);
+    if (s->lock_fd >= 0)
+      close(s->lock_fd);
+    s->lock_fd = -1;
+    s->path[0] = '\0';
+    return uq__errorf(UQ_EIO, "cannot set up a temporary directory in %s: %s",
+                      dir, strerror(e));
   }
   return 0;
 }
 
-void uq__os_rmtree(const char *dir) { (void)uq__os_remove_at(AT_FDCWD, dir); }
+int uq__os_scratch_make(uq__os_scratch *s) {
+  s->path[0] = '\0';
+  s->lock_fd = -1;
+  pthread_once(&sweep_once, uq__os_sweep_scratch);
+  char parent[PATH_MAX], why[128], name[64];
+  int status = scratch_parent(parent, sizeof parent, why, sizeof why);
+  if (status < 0)
+    return status;
+  if (status == 0) {
+    snprintf(name, sizeof name, "%ld-", (long)getpid());
+    return make_locked(parent, name, s);
+  }
+  /* Squatted: a private directory of our own in $TMPDIR instead. */
+  const char *base = tmp_base();
+  fallback_prefix(name, sizeof name, "");
+  size_t k = strlen(name);
+  snprintf(name + k, sizeof name - k, "%ld-", (long)getpid());
+  uq__warn_once(&warned_fallback,
+                "temporary directory %s is %s: not used; compiling in "
+                "private directories %s/%sXXXXXX instead",
+                parent, why, base, name);
+  return make_locked(base, name, s);
+}
+
+void uq__os_scratch_remove(uq__os_scratch *s) {
+  if (s->path[0] != '\0')
+    (void)uq__os_remove_at(AT_FDCWD, s->path);
+  if (s->lock_fd >= 0)
+    close(s->lock_fd); /* after the removal: the lock guards it to the end */
+  s->path[0] = '\0';
+  s->lock_fd = -1;
+}
 
 int uq__os_read_file(const char *path, char **data, size_t *len) {
   int status = 0;
@@ -299,7 +437,8 @@ static int run_env(char *const argv[], char *const envp[],
                    const char *stdin_path, char **out, size_t *out_len,
                    char **err, int *exit_code) {
   int status = 0;
-  char dir[PATH_MAX], out_path[PATH_MAX + 16], err_path[PATH_MAX + 16];
+  uq__os_scratch dir;
+  char out_path[PATH_MAX + 16], err_path[PATH_MAX + 16];
   char *out_data = NULL, *err_data = NULL;
   size_t out_n = 0, err_n = 0;
   posix_spawn_file_actions_t fa;
@@ -309,11 +448,11 @@ static int run_env(char *const argv[], char *const envp[],
     *out = NULL;
   if (err != NULL)
     *err = NULL;
-  status = uq__os_mkdtemp(dir, sizeof dir);
+  status = uq__os_scratch_make(&dir);
   if (status != 0)
     return status;
-  snprintf(out_path, sizeof out_path, "%s/stdout", dir);
-  snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+  snprintf(out_path, sizeof out_path, "%s/stdout", dir.path);
+  snprintf(err_path, sizeof err_path, "%s/stderr", dir.path);
 
   if (posix_spawn_file_actions_init(&fa) != 0) {
     status = uq__errorf(UQ_ENOMEM, "posix_spawn_file_actions_init failed");
@@ -374,7 +513,7 @@ cleanup:
     posix_spawn_file_actions_destroy(&fa);
   uq__free(out_data);
   uq__free(err_data);
-  uq__os_rmtree(dir);
+  uq__os_scratch_remove(&dir);
   return status;
 }
 
