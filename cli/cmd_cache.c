@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "cli/cmd_util.h"
 #include "cli/commands.h"
+#include "cli/manifest.h"
 #include "uqjit.h"
 
 #define CMD "cache"
@@ -40,8 +41,9 @@ static void cache_usage(FILE *out) {
           "           entries are kept: prune removes them).\n"
           "           With --manifest FILE (kernel names, one a line; blank "
           "lines\n"
-          "           and '#' comments ignored): exit status 0 only when "
-          "every\n"
+          "           and '#' comments ignored; a name listed twice counts "
+          "once;\n"
+          "           at most 16 MiB): exit status 0 only when every\n"
           "           listed kernel has a valid entry in the directory or a\n"
           "           UQJIT_CACHE_PATH layer, 1 naming the missing ones, 2 "
           "for a\n"
@@ -345,24 +347,13 @@ typedef struct manifest_state {
   int json;
 } manifest_state;
 
-/* One line of the manifest (trimmed in place): CLI_NEXT when checked,
- * or the exit status of a malformed name or a failed lookup. */
-static int manifest_line(const cache_options *o, const char *dir,
-                         manifest_state *ms, char *line, long lineno) {
-  size_t n = strlen(line);
-  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' ||
-                   line[n - 1] == ' ' || line[n - 1] == '\t'))
-    line[--n] = '\0';
-  while (*line == ' ' || *line == '\t')
-    line++;
-  if (*line == '\0' || *line == '#')
-    return CLI_NEXT;
+/* One kernel of the manifest: CLI_NEXT when checked, or the exit status
+ * of a failed lookup. */
+static int manifest_check(const char *dir, manifest_state *ms,
+                          const char *name) {
   uq_key key;
-  if (uq_key_parse(line, &key) != 0) {
-    fprintf(stderr, "uqjit cache: %s:%ld: malformed kernel name '%s': %s\n",
-            o->manifest, lineno, line, uq_last_error());
-    return CLI_EXIT_USAGE;
-  }
+  if (uq_key_parse(name, &key) != 0)
+    return cli_fail(CMD, UQ_EINVAL, "cannot parse a kernel name");
   ms->listed++;
   int rc = uq_cache_find(dir, &key, NULL, NULL);
   if (rc == 0) {
@@ -373,20 +364,18 @@ static int manifest_line(const cache_options *o, const char *dir,
     return cli_fail(CMD, rc, "cannot look the kernel up");
   if (ms->json) {
     printf("%s", ms->listed - ms->present > 1 ? ", " : "");
-    cli_json_string(stdout, line);
+    cli_json_string(stdout, name);
   } else {
-    printf("missing: %s\n", line);
+    printf("missing: %s\n", name);
   }
   return CLI_NEXT;
 }
 
 static int cache_verify_manifest(const cache_options *o, const char *dir) {
-  FILE *f = fopen(o->manifest, "r");
-  if (f == NULL) {
-    fprintf(stderr, "uqjit cache: cannot read %s: %s\n", o->manifest,
-            strerror(errno));
+  char **names = NULL;
+  size_t count = 0;
+  if (cli_manifest_read("cache", o->manifest, &names, &count) != 0)
     return CLI_EXIT_USAGE;
-  }
   manifest_state ms = {0, 0, o->json};
   if (o->json) {
     printf("{");
@@ -395,12 +384,10 @@ static int cache_verify_manifest(const cache_options *o, const char *dir) {
     cli_json_string(stdout, o->manifest);
     printf(", \"missing\": [");
   }
-  char line[1024];
-  long lineno = 0;
   int code = CLI_NEXT;
-  while (code == CLI_NEXT && fgets(line, sizeof line, f) != NULL)
-    code = manifest_line(o, dir, &ms, line, ++lineno);
-  fclose(f);
+  for (size_t i = 0; i < count && code == CLI_NEXT; i++)
+    code = manifest_check(dir, &ms, names[i]);
+  cli_names_free(names, count);
   if (o->json)
     printf("], \"kernels\": %" PRIu64 ", \"present\": %" PRIu64 "}\n",
            ms.listed, ms.present);

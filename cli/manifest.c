@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #define NAME_LEN 512
+/* A manifest larger than this is no manifest (a deployment lists a few
+ * thousand names at most): reading stops there, so /dev/zero ends too. */
+#define MANIFEST_MAX_BYTES (16u << 20)
 
 static int cmp_names(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
@@ -163,4 +166,101 @@ int cli_manifest_write(const char *cmd, const char *path, const char *header,
   fprintf(stderr, "uqjit %s: --manifest %s: %s\n", cmd, path,
           strerror(errno));
   return -1;
+}
+
+/* The whole file (at most MANIFEST_MAX_BYTES), or NULL with a message. */
+static char *read_all(const char *cmd, const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    fprintf(stderr, "uqjit %s: cannot read %s: %s\n", cmd, path,
+            strerror(errno));
+    return NULL;
+  }
+  char *text = malloc(MANIFEST_MAX_BYTES + 1);
+  size_t n = 0;
+  while (text != NULL && n <= MANIFEST_MAX_BYTES) {
+    size_t got = fread(text + n, 1, MANIFEST_MAX_BYTES + 1 - n, f);
+    if (got == 0)
+      break;
+    n += got;
+  }
+  int bad = text == NULL || ferror(f) || n > MANIFEST_MAX_BYTES;
+  int e = errno;
+  fclose(f);
+  if (bad) {
+    fprintf(stderr, "uqjit %s: cannot read %s: %s\n", cmd, path,
+            text == NULL                 ? "out of memory"
+            : n > MANIFEST_MAX_BYTES ? "larger than 16 MiB: not a manifest"
+                                         : strerror(e));
+    free(text);
+    return NULL;
+  }
+  *len = n;
+  return text;
+}
+
+/* One line (not NUL-terminated) into keys[*n]: 0 (a name or nothing to
+ * take), -1 with a message. */
+static int take_line(const char *cmd, const char *path, long lineno,
+                     char *line, size_t len, uq_key *keys, size_t *n) {
+  if (memchr(line, '\0', len) != NULL) {
+    fprintf(stderr, "uqjit %s: %s:%ld: a NUL byte in the line\n", cmd, path,
+            lineno);
+    return -1;
+  }
+  while (len > 0 && strchr("\r \t", line[len - 1]) != NULL)
+    len--;
+  while (len > 0 && (*line == ' ' || *line == '\t')) {
+    line++;
+    len--;
+  }
+  if (len == 0 || *line == '#')
+    return 0;
+  char name[NAME_LEN];
+  if (len >= sizeof name) {
+    fprintf(stderr, "uqjit %s: %s:%ld: malformed kernel name (%zu "
+            "characters)\n", cmd, path, lineno, len);
+    return -1;
+  }
+  memcpy(name, line, len);
+  name[len] = '\0';
+  if (uq_key_parse(name, &keys[*n]) != 0) {
+    fprintf(stderr, "uqjit %s: %s:%ld: malformed kernel name '%s': %s\n",
+            cmd, path, lineno, name, uq_last_error());
+    return -1;
+  }
+  (*n)++;
+  return 0;
+}
+
+int cli_manifest_read(const char *cmd, const char *path, char ***names,
+                      size_t *count) {
+  *names = NULL;
+  *count = 0;
+  size_t len = 0;
+  char *text = read_all(cmd, path, &len);
+  if (text == NULL)
+    return -1;
+  size_t cap = 1;
+  for (size_t i = 0; i < len; i++)
+    cap += text[i] == '\n';
+  uq_key *keys = calloc(cap, sizeof *keys);
+  size_t n = 0;
+  int rc = keys != NULL ? 0 : -1;
+  if (keys == NULL)
+    fprintf(stderr, "uqjit %s: %s: out of memory\n", cmd, path);
+  long lineno = 0;
+  for (size_t at = 0; rc == 0 && at < len;) {
+    char *nl = memchr(text + at, '\n', len - at);
+    size_t end = nl != NULL ? (size_t)(nl - text) : len;
+    rc = take_line(cmd, path, ++lineno, text + at, end - at, keys, &n);
+    at = end + 1;
+  }
+  if (rc == 0 && cli_key_names(keys, n, names, count) != 0) {
+    fprintf(stderr, "uqjit %s: %s: cannot name the kernels\n", cmd, path);
+    rc = -1;
+  }
+  free(keys);
+  free(text);
+  return rc;
 }

@@ -26,4 +26,13 @@ void cli_names_free(char **names, size_t count);
 int cli_manifest_write(const char *cmd, const char *path, const char *header,
                        char *const *names, size_t count);
 
+/* Reads a manifest: kernel names one a line, blank lines and '#' lines
+ * ignored, spaces around a name trimmed. Into *names the canonical names
+ * of the kernels it lists, sorted, each once however often it is listed
+ * (free with cli_names_free). 0, or -1 with a message on stderr naming the
+ * file (and the line): unreadable, larger than 16 MiB, a NUL byte in a
+ * line, a malformed kernel name. */
+int cli_manifest_read(const char *cmd, const char *path, char ***names,
+                      size_t *count);
+
 #endif

@@ -226,6 +226,73 @@ static void concurrent_warms_writing_one_manifest_all_succeed(void **state) {
 }
 
 /* ------------------------------------------------------------------ */
+/* cache verify --manifest: what it reads. */
+
+/* The first two kernel names warm --dry-run lists for SHAPE_SMALL. */
+static void two_names(char a[512], char b[512]) {
+  result r = RUN("warm", SHAPE_SMALL, "--dry-run");
+  assert_int_equal(r.code, 0);
+  assert_int_equal(sscanf(r.out, "%511s %511s", a, b), 2);
+  result_free(&r);
+}
+
+static void verify_manifest_refuses_a_nul_byte_and_names_its_line(
+    void **state) {
+  const char *root = *state;
+  char a[512], b[512], path[PATH_MAX], cache[PATH_MAX], text[2048];
+  two_names(a, b);
+  cu_fmt(path, "%s/MANIFEST", root);
+  cu_fmt(cache, "%s/cache", root);
+  /* "<a>\n<b>\0junk\n": before, the line read as <b> alone. */
+  int n = snprintf(text, sizeof text, "%s\n%s", a, b);
+  memcpy(text + n, "\0junk\n", 6);
+  assert_int_equal(cu_write_file(path, text, (size_t)n + 6, 0644), 0);
+  result r = RUN("cache", "verify", "--cache-dir", cache, "--manifest", path);
+  if (r.code != 2 || strstr(r.err, "MANIFEST:2: a NUL byte") == NULL)
+    fail_msg("exit %d, stderr: %s", r.code, r.err);
+  result_free(&r);
+}
+
+static void verify_manifest_stops_at_16_mib(void **state) {
+  const char *root = *state;
+  char cache[PATH_MAX];
+  cu_fmt(cache, "%s/cache", root);
+  /* Before, /dev/zero was read for ever (the runner's limit fails it). */
+  result r = RUN("cache", "verify", "--cache-dir", cache, "--manifest",
+                 "/dev/zero");
+  if (r.code != 2 || strstr(r.err, "larger than 16 MiB") == NULL)
+    fail_msg("exit %d, stderr: %s", r.code, r.err);
+  result_free(&r);
+}
+
+static void verify_manifest_counts_a_kernel_listed_twice_once(void **state) {
+  const char *root = *state;
+  char a[512], b[512], path[PATH_MAX], cache[PATH_MAX], text[4096];
+  two_names(a, b);
+  cu_fmt(path, "%s/MANIFEST", root);
+  cu_fmt(cache, "%s/cache", root);
+  snprintf(text, sizeof text, "%s\n%s\n  %s\t\n# again\n%s\r\n%s\n", a, b, a,
+           b, a);
+  write_text(path, text);
+  result r = RUN("cache", "verify", "--cache-dir", cache, "--manifest", path);
+  assert_int_equal(r.code, 1);
+  if (strstr(r.out, "0 of 2 kernels") == NULL)
+    fail_msg("stdout: %s", r.out);
+  char line[600];
+  snprintf(line, sizeof line, "missing: %s\n", a);
+  assert_non_null(strstr(r.out, line));
+  assert_null(strstr(strstr(r.out, line) + 1, line)); /* named once */
+  result_free(&r);
+  r = RUN("cache", "verify", "--cache-dir", cache, "--manifest", path,
+          "--json");
+  assert_int_equal(r.code, 1);
+  assert_json(r.out);
+  assert_int_equal(json_int(r.out, "kernels"), 2);
+  assert_int_equal(json_int(r.out, "present"), 0);
+  result_free(&r);
+}
+
+/* ------------------------------------------------------------------ */
 /* cache verify and prune name the rule each bad item broke. */
 
 /* Stores a 1000-byte entry of key k for gfx942 in `cache`. */
@@ -403,6 +470,25 @@ static void warm_replaces_directories_of_another_user(void **state) {
   result_free(&r);
 }
 
+/* A cache that cannot be written: the kernels compile and run from
+ * memory, and demo says so instead of "compile failed". */
+static void demo_says_compiled_but_not_stored_when_the_store_fails(
+    void **state) {
+  const char *root = *state;
+  char file[PATH_MAX], cache[PATH_MAX];
+  cu_fmt(file, "%s/a-file", root);
+  cu_fmt(cache, "%s/cache", file);
+  write_text(file, "x");
+  result r = RUN("demo", "--cpu", "--target", "gfx950", "--cache-dir", cache);
+  if (r.code != 0 ||
+      strstr(r.out, "compiled, but not stored in the cache") == NULL ||
+      strstr(r.out, "Not a directory") == NULL ||
+      strstr(r.out, "compile failed") != NULL ||
+      strstr(r.out, "no kernel could be compiled") != NULL)
+    fail_msg("exit %d, stdout:\n%s", r.code, r.out);
+  result_free(&r);
+}
+
 /* ------------------------------------------------------------------ */
 
 static int setup(void **state) {
@@ -435,9 +521,13 @@ int main(int argc, char **argv) {
       T_(concurrent_warms_writing_one_manifest_all_succeed),
       T_(cache_prune_removes_a_tree_four_levels_deep_at_an_entry_path),
       T_(cache_verify_names_the_rule_each_bad_item_broke),
+      T_(verify_manifest_refuses_a_nul_byte_and_names_its_line),
+      T_(verify_manifest_stops_at_16_mib),
+      T_(verify_manifest_counts_a_kernel_listed_twice_once),
   };
   const struct CMUnitTest compile[] = {
       T_(warm_replaces_directories_of_another_user),
+      T_(demo_says_compiled_but_not_stored_when_the_store_fails),
   };
   if (strcmp(argv[2], "unit") == 0)
     return cmocka_run_group_tests_name("cli_reliability_unit", unit, NULL,
