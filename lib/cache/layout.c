@@ -239,11 +239,8 @@ static int open_level(int fd, const char *name, int create,
                       uq__cache_refusal *ref) {
   if (create &&
       (uq__cache_inject(UQ__CACHE_OP_MKDIR) || mkdirat(fd, name, 0700) != 0) &&
-      errno != EEXIST) {
-    int e = errno;
-    errno = e;
-    return e == ENOENT ? UQ_EIO : uq__cache_status_of_errno(e);
-  }
+      errno != EEXIST)
+    return errno == ENOENT ? UQ_EIO : uq__cache_status_of_errno(errno);
   int next = uq__cache_inject(UQ__CACHE_OP_OPEN)
                  ? -1
                  : openat(fd, name,
