@@ -65,8 +65,8 @@ int uq__os_find_program(const char *name, char *out, size_t n) {
   return UQ_ENOENT;
 }
 
-/* A scratch directory without its owner's lock, or a hidden one (its owner
- * died before taking the lock), is removed once older than this. */
+/* A scratch directory without its owner's lock whose pid is alive here is
+ * removed once older than this. */
 #define UQ__OS_STALE_SCRATCH_SECONDS (24 * 3600)
 
 /* Directory levels held open at once while a tree is emptied: a
@@ -155,11 +155,11 @@ int uq__os_remove_at(int dirfd, const char *name) {
 /* The file in every scratch directory that its owner holds an flock(2)
  * on for the directory's whole life. The kernel drops the lock when the
  * owner dies, whatever PID namespace it ran in, so a lock that can be
- * taken means the directory is abandoned. */
+ * taken means the directory is abandoned. The sweep holds the lock it
+ * took while it removes the directory, and an owner uses a directory only
+ * once it holds the lock on the file still named there, so the two never
+ * share one: an owner that loses the race makes another. */
 #define UQ__OS_OWNER_LOCK ".uqjit-owner"
-/* The hidden name a scratch directory has until its owner holds the lock:
- * the sweep never sees an unlocked directory under a scratch name. */
-#define UQ__OS_NEW_PREFIX ".new-"
 
 /* TMPDIR is the system's convention for scratch space (read-only images
  * often point it somewhere writable); it is no uqjit setting. */
@@ -209,27 +209,30 @@ static int scratch_parent(char *out, size_t n, char *why, size_t wn) {
   return parent_distrust(&st, why, wn) != NULL ? 1 : 0;
 }
 
-/* 1 while the scratch directory `name` (of process `pid`, made `age`
- * seconds ago) under pfd may still be in use. Its owner's lock decides,
- * whatever its age. A directory without one (made by a uqjit that
- * predates the lock) is abandoned when its pid is gone here (which
- * misjudges processes of other PID namespaces) or it is older than a
- * day. */
-static int scratch_in_use(int pfd, const char *name, long pid, time_t age) {
+/* Removes the scratch directory `name` (of process `pid`, last changed
+ * `age` seconds ago) under pfd when it is abandoned: when the sweep can
+ * take its owner's lock, which it holds while removing. A directory
+ * without the lock file (made by a uqjit that predates it, or by an owner
+ * that has not yet made it) is taken over, by making the file, when its
+ * pid is gone here or it is older than a day; an owner that then finds
+ * the file made or unnamed makes another directory. */
+static void sweep_one(int pfd, const char *name, long pid, time_t age) {
   int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0)
-    return 1;
+    return;
   int lfd = openat(dfd, UQ__OS_OWNER_LOCK,
                    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  int e = errno;
+  if (lfd < 0 && errno == ENOENT &&
+      (age > UQ__OS_STALE_SCRATCH_SECONDS ||
+       (kill((pid_t)pid, 0) != 0 && errno == ESRCH)))
+    lfd = openat(dfd, UQ__OS_OWNER_LOCK,
+                 O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   close(dfd);
   if (lfd < 0)
-    return e != ENOENT ||
-           !(age > UQ__OS_STALE_SCRATCH_SECONDS ||
-             (kill((pid_t)pid, 0) != 0 && errno == ESRCH));
-  int held = flock(lfd, LOCK_EX | LOCK_NB) != 0;
+    return;
+  if (flock(lfd, LOCK_EX | LOCK_NB) == 0)
+    (void)uq__os_remove_at(pfd, name);
   close(lfd);
-  return held;
 }
 
 /* The pid of a scratch directory's name "<prefix><pid>-XXXXXX", or 0. */
@@ -244,10 +247,9 @@ static long scratch_pid(const char *name, const char *prefix) {
 }
 
 /* Removes the abandoned scratch directories named "<prefix><pid>-XXXXXX"
- * in the directory open on pfd, and hidden ones ("<hidden><pid>-XXXXXX":
- * an owner died before taking its lock) older than a day. Only real
- * directories of ours are looked at. */
-static void sweep_dir(int pfd, const char *prefix, const char *hidden) {
+ * in the directory open on pfd. Only real directories of ours are looked
+ * at. */
+static void sweep_dir(int pfd, const char *prefix) {
   int fd = dup(pfd);
   DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   if (d == NULL) {
@@ -259,32 +261,28 @@ static void sweep_dir(int pfd, const char *prefix, const char *hidden) {
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     long pid = scratch_pid(e->d_name, prefix);
-    long hidden_pid = scratch_pid(e->d_name, hidden);
     struct stat st;
-    if ((pid == 0 && hidden_pid == 0) || pid == (long)getpid() ||
+    if (pid == 0 || pid == (long)getpid() ||
         fstatat(pfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
         !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
       continue;
-    time_t age = now - st.st_mtime;
-    if (pid != 0 ? !scratch_in_use(pfd, e->d_name, pid, age)
-                 : age > UQ__OS_STALE_SCRATCH_SECONDS)
-      (void)uq__os_remove_at(pfd, e->d_name);
+    sweep_one(pfd, e->d_name, pid, now - st.st_mtime);
   }
   closedir(d);
 }
 
 /* The prefix of private scratch directories made directly in $TMPDIR
  * when the per-user parent is not ours: "uqjit-<uid>-". */
-static void fallback_prefix(char *out, size_t n, const char *lead) {
-  snprintf(out, n, "%suqjit-%u-", lead, (unsigned)geteuid());
+static void fallback_prefix(char *out, size_t n) {
+  snprintf(out, n, "uqjit-%u-", (unsigned)geteuid());
 }
 
 void uq__os_sweep_scratch(void) {
-  char parent[PATH_MAX], why[128], prefix[64], hidden[64];
+  char parent[PATH_MAX], why[128], prefix[64];
   if (scratch_parent(parent, sizeof parent, why, sizeof why) == 0) {
     int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (pfd >= 0) {
-      sweep_dir(pfd, "", UQ__OS_NEW_PREFIX);
+      sweep_dir(pfd, "");
       close(pfd);
     }
   }
@@ -292,9 +290,8 @@ void uq__os_sweep_scratch(void) {
   /* What fallback directories killed processes left in $TMPDIR itself. */
   int bfd = open(tmp_base(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (bfd >= 0) {
-    fallback_prefix(prefix, sizeof prefix, "");
-    fallback_prefix(hidden, sizeof hidden, UQ__OS_NEW_PREFIX);
-    sweep_dir(bfd, prefix, hidden);
+    fallback_prefix(prefix, sizeof prefix);
+    sweep_dir(bfd, prefix);
     close(bfd);
   }
 }
@@ -302,38 +299,48 @@ void uq__os_sweep_scratch(void) {
 static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
 static int warned_fallback;
 
-/* Makes "<dir>/<lead><name>XXXXXX" (mkdtemp, 0700), takes the lock in it,
- * then renames it to "<dir>/<name>XXXXXX" in s->path. */
-static int make_locked(const char *dir, const char *name, uq__os_scratch *s) {
-  char fresh[PATH_MAX];
-  if ((size_t)snprintf(fresh, sizeof fresh, "%s/%s%sXXXXXX", dir,
-                       UQ__OS_NEW_PREFIX, name) >= sizeof fresh)
+/* 1 when fd is the file named `name` under dirfd. */
+static int still_named(int dirfd, const char *name, int fd) {
+  struct stat a, b;
+  return fstat(fd, &a) == 0 &&
+         fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+         a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* One attempt at "<dir>/<name>XXXXXX" (mkdtemp, 0700) with its lock held:
+ * 0, 1 when a sweep took it over first (try again), or a status. */
+static int try_make(const char *dir, const char *name, uq__os_scratch *s) {
+  if ((size_t)snprintf(s->path, sizeof s->path, "%s/%sXXXXXX", dir, name) >=
+      sizeof s->path)
     return uq__errorf(UQ_EIO, "temporary directory name too long: %s", dir);
-  if (mkdtemp(fresh) == NULL) {
+  if (mkdtemp(s->path) == NULL) {
     int e = errno;
     return uq__errorf(UQ_EIO, "cannot create a temporary directory in %s: %s",
                       dir, strerror(e));
   }
-  size_t dlen = strlen(dir) + 1;
-  snprintf(s->path, sizeof s->path, "%.*s%s", (int)dlen, fresh,
-           fresh + dlen + strlen(UQ__OS_NEW_PREFIX));
-  char lock[PATH_MAX + 16];
-  snprintf(lock, sizeof lock, "%s/" UQ__OS_OWNER_LOCK, fresh);
-  s->lock_fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                    0600);
+  int dfd = open(s->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  s->lock_fd = dfd < 0 ? -1
+                       : openat(dfd, UQ__OS_OWNER_LOCK,
+                                O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+                                    O_CLOEXEC,
+                                0600);
+  /* A sweep holding the lock finishes its removal before this returns. */
+  int locked = s->lock_fd >= 0 && flock(s->lock_fd, LOCK_EX) == 0;
   int e = errno;
-  if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX) != 0 ||
-      rename(fresh, s->path) != 0) {
-    e = errno;
-    (void)uq__os_remove_at(AT_FDCWD, fresh);
-    if (s->lock_fd >= 0)
-      close(s->lock_fd);
-    s->lock_fd = -1;
-    s->path[0] = '\0';
-    return uq__errorf(UQ_EIO, "cannot set up a temporary directory in %s: %s",
-                      dir, strerror(e));
-  }
-  return 0;
+  int ok = locked && still_named(dfd, UQ__OS_OWNER_LOCK, s->lock_fd);
+  /* Unnamed, gone or made by a sweep: taken over; else a failure. */
+  int taken = locked || e == ENOENT || e == EEXIST || e == EINTR;
+  if (dfd >= 0)
+    close(dfd);
+  if (ok)
+    return 0;
+  char dir_copy[PATH_MAX];
+  snprintf(dir_copy, sizeof dir_copy, "%s", s->path);
+  uq__os_scratch_remove(s);
+  if (!taken)
+    return uq__errorf(UQ_EIO, "cannot set up temporary directory %s: %s",
+                      dir_copy, strerror(e));
+  return 1;
 }
 
 int uq__os_scratch_make(uq__os_scratch *s) {
@@ -344,20 +351,25 @@ int uq__os_scratch_make(uq__os_scratch *s) {
   int status = scratch_parent(parent, sizeof parent, why, sizeof why);
   if (status < 0)
     return status;
+  const char *dir = parent;
   if (status == 0) {
     snprintf(name, sizeof name, "%ld-", (long)getpid());
-    return make_locked(parent, name, s);
+  } else {
+    /* Squatted: a private directory of our own in $TMPDIR instead. */
+    dir = tmp_base();
+    fallback_prefix(name, sizeof name);
+    size_t k = strlen(name);
+    snprintf(name + k, sizeof name - k, "%ld-", (long)getpid());
+    uq__warn_once(&warned_fallback,
+                  "temporary directory %s is %s: not used; compiling in "
+                  "private directories %s/%sXXXXXX instead",
+                  parent, why, dir, name);
   }
-  /* Squatted: a private directory of our own in $TMPDIR instead. */
-  const char *base = tmp_base();
-  fallback_prefix(name, sizeof name, "");
-  size_t k = strlen(name);
-  snprintf(name + k, sizeof name - k, "%ld-", (long)getpid());
-  uq__warn_once(&warned_fallback,
-                "temporary directory %s is %s: not used; compiling in "
-                "private directories %s/%sXXXXXX instead",
-                parent, why, base, name);
-  return make_locked(base, name, s);
+  for (int tries = 0; tries < 16; tries++)
+    if ((status = try_make(dir, name, s)) != 1)
+      return status;
+  return uq__errorf(UQ_EIO, "cannot set up a temporary directory in %s: "
+                    "taken over by other processes 16 times", dir);
 }
 
 void uq__os_scratch_remove(uq__os_scratch *s) {

@@ -27,17 +27,19 @@ typedef struct uq__os_scratch {
  * directory is "$TMPDIR/uqjit-<uid>-<pid>-XXXXXX" instead, made by
  * mkdtemp and so ours alone, and the library warns once naming why. The
  * directory holds a file the owner keeps locked (flock) until
- * uq__os_scratch_remove: it is only ever seen under its final name with
- * the lock held. The first call of a process sweeps abandoned directories
- * (uq__os_sweep_scratch). 0, or UQ_EIO naming what failed. */
+ * uq__os_scratch_remove; a directory a sweep took over before the owner
+ * held its lock is given up for another. The first call of a process
+ * sweeps abandoned directories (uq__os_sweep_scratch). 0, or UQ_EIO
+ * naming what failed. */
 int uq__os_scratch_make(uq__os_scratch *s);
 /* Removes the directory and everything in it (never following a link),
  * then drops the lock. Does nothing for one that was not made. */
 void uq__os_scratch_remove(uq__os_scratch *s);
 /* Removes the scratch directories whose owner's lock can be taken (the
- * owner died, in whatever PID namespace), those without a lock whose pid
- * is gone, and any older than a day: what killed compiles left, in
- * "$TMPDIR/uqjit-<uid>" and, as "uqjit-<uid>-<pid>-XXXXXX", in $TMPDIR. */
+ * owner died, in whatever PID namespace), and those without the lock file
+ * whose pid is gone here or that are older than a day: what killed
+ * compiles left, in "$TMPDIR/uqjit-<uid>" and, as
+ * "uqjit-<uid>-<pid>-XXXXXX", in $TMPDIR. A held lock is never broken. */
 void uq__os_sweep_scratch(void);
 
 /* Removes `name` under the directory open on dirfd (AT_FDCWD: a path):
