@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "cli/cmd_util.h"
 #include "cli/commands.h"
+#include "cli/manifest.h"
 #include "uqjit.h"
 
 #define CMD "cache"
@@ -43,12 +44,16 @@ static void cache_usage(FILE *out) {
           "           --key S kernel names containing S\n"
           "  verify   checks every entry's header and digests; exit status 1 "
           "when\n"
-          "           any entry is bad (bad entries are kept: prune removes "
-          "them).\n"
+          "           any entry is bad, with a line 'bad: PATH: RULE' "
+          "for each bad\n"
+          "           entry or refused directory naming the rule it broke "
+          "(bad\n"
+          "           entries are kept: prune removes them).\n"
           "           With --manifest FILE (kernel names, one a line; blank "
           "lines\n"
-          "           and '#' comments ignored): exit status 0 only when "
-          "every\n"
+          "           and '#' comments ignored; a name listed twice counts "
+          "once;\n"
+          "           at most 16 MiB): exit status 0 only when every\n"
           "           listed kernel has a valid entry in some layer, as a "
           "process with\n"
           "           UQJIT_DISABLE_JIT=1 finds it (each layer is credited "
@@ -56,8 +61,9 @@ static void cache_usage(FILE *out) {
           "           kernels it serves), 1 naming the missing ones, 2 for "
           "a malformed\n"
           "           name\n"
-          "  prune    removes bad entries and stale temporary files, then "
-          "the least\n"
+          "  prune    removes bad entries (each named as verify names it) "
+          "and stale\n"
+          "           temporary files, then the least\n"
           "           recently written entries until the total is <= "
           "--max-size\n"
           "           (BYTES, or with a K, M or G suffix; 0 empties the "
@@ -338,6 +344,14 @@ static int cache_ls(const cache_options *o, const char *dir) {
 
 static int cache_verify_manifest(const cache_options *o, const char *dir);
 
+/* One line per bad entry or refused directory, naming the rule it broke. */
+static int print_bad(void *user, const uq_cache_entry *e) {
+  (void)user;
+  if (!e->valid)
+    printf("bad: %s: %s\n", e->path, e->problem);
+  return 0;
+}
+
 static int cache_verify(const cache_options *o, const char *dir) {
   if (o->manifest != NULL)
     return cache_verify_manifest(o, dir);
@@ -349,6 +363,8 @@ static int cache_verify(const cache_options *o, const char *dir) {
     int rc = uq_cache_verify(l->path, &l->good, &l->bad);
     if (rc != 0)
       return cli_fail(CMD, rc, "cannot verify the cache");
+    if (l->bad > 0 && !o->json && (rc = uq_cache_list(l->path, print_bad, NULL)) != 0)
+      return cli_fail(CMD, rc, "cannot list the bad entries");
     good += l->good;
     bad += l->bad;
   }
@@ -389,7 +405,9 @@ static int cache_prune(const cache_options *o, const char *dir) {
   uint64_t removed = 0, left = 0;
   if (dir == NULL)
     return cli_fail(CMD, UQ_ENOENT, "no writable cache directory");
-  int rc = uq_cache_prune(dir, o->max_size, &removed, &left);
+  int rc = o->json ? 0 : uq_cache_list(dir, print_bad, NULL);
+  if (rc == 0)
+    rc = uq_cache_prune(dir, o->max_size, &removed, &left);
   if (rc != 0)
     return cli_fail(CMD, rc, "cannot prune the cache");
   if (o->json) {
@@ -524,24 +542,13 @@ static int credit_layer(void *user, const uq_cache_entry *e) {
   return 0;
 }
 
-/* One line of the manifest (trimmed in place): CLI_NEXT when checked,
- * or the exit status of a malformed name or a failed lookup. */
-static int manifest_line(const cache_options *o, const char *dir,
-                         manifest_state *ms, char *line, long lineno) {
-  size_t n = strlen(line);
-  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' ||
-                   line[n - 1] == ' ' || line[n - 1] == '\t'))
-    line[--n] = '\0';
-  while (*line == ' ' || *line == '\t')
-    line++;
-  if (*line == '\0' || *line == '#')
-    return CLI_NEXT;
+/* One kernel of the manifest: CLI_NEXT when checked, or the exit status
+ * of a failed lookup. */
+static int manifest_check(const char *dir, manifest_state *ms,
+                          const char *name) {
   uq_key key;
-  if (uq_key_parse(line, &key) != 0) {
-    fprintf(stderr, "uqjit cache: %s:%ld: malformed kernel name '%s': %s\n",
-            o->manifest, lineno, line, uq_last_error());
-    return CLI_EXIT_USAGE;
-  }
+  if (uq_key_parse(name, &key) != 0)
+    return cli_fail(CMD, UQ_EINVAL, "cannot parse a kernel name");
   ms->listed++;
   int rc = uq_cache_find(dir, &key, credit_layer, ms->layers);
   if (rc == 0) {
@@ -552,9 +559,9 @@ static int manifest_line(const cache_options *o, const char *dir,
     return cli_fail(CMD, rc, "cannot look the kernel up");
   if (ms->json) {
     printf("%s", ms->listed - ms->present > 1 ? ", " : "");
-    cli_json_string(stdout, line);
+    cli_json_string(stdout, name);
   } else {
-    printf("missing: %s\n", line);
+    printf("missing: %s\n", name);
   }
   return CLI_NEXT;
 }
@@ -575,12 +582,10 @@ static void manifest_print_layers(const manifest_state *ms) {
 }
 
 static int cache_verify_manifest(const cache_options *o, const char *dir) {
-  FILE *f = fopen(o->manifest, "r");
-  if (f == NULL) {
-    fprintf(stderr, "uqjit cache: cannot read %s: %s\n", o->manifest,
-            strerror(errno));
+  char **names = NULL;
+  size_t count = 0;
+  if (cli_manifest_read("cache", o->manifest, &names, &count) != 0)
     return CLI_EXIT_USAGE;
-  }
   manifest_state ms = {0, 0, o->json, o->layers};
   if (o->json) {
     printf("{");
@@ -589,12 +594,10 @@ static int cache_verify_manifest(const cache_options *o, const char *dir) {
     cli_json_string(stdout, o->manifest);
     printf(", \"missing\": [");
   }
-  char line[1024];
-  long lineno = 0;
   int code = CLI_NEXT;
-  while (code == CLI_NEXT && fgets(line, sizeof line, f) != NULL)
-    code = manifest_line(o, dir, &ms, line, ++lineno);
-  fclose(f);
+  for (size_t i = 0; i < count && code == CLI_NEXT; i++)
+    code = manifest_check(dir, &ms, names[i]);
+  cli_names_free(names, count);
   if (o->json) {
     printf("], \"kernels\": %" PRIu64 ", \"present\": %" PRIu64
            ", \"layers\": [",

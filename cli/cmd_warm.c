@@ -92,7 +92,11 @@ static void warm_usage(FILE *out) {
           "compile nothing\n"
           "  --manifest FILE            write the kernel names the "
           "deployment needs to FILE\n"
-          "                             (sorted; '#' lines are comments)\n"
+          "                             (sorted; '#' lines are comments; "
+          "replaced through\n"
+          "                             a private temporary file; must be "
+          "a regular file\n"
+          "                             or absent; - for standard output)\n"
           "  --image                    build a layer for an image: the "
           "cache directory\n"
           "                             (and missing parents) and its "
@@ -318,6 +322,9 @@ static int warm_parse(int argc, char **argv, warm_options *o) {
     if (r != CLI_NEXT)
       return r;
   }
+  if (o->manifest != NULL && strcmp(o->manifest, "-") == 0 && o->json)
+    return cli_usage_error(CMD, "--manifest - and --json both write "
+                                "standard output");
   if (o->hf_config != NULL)
     return warm_parse_hf(o);
   if (o->tp || o->max_model_len || o->max_num_seqs)

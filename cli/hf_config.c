@@ -29,8 +29,9 @@ int cli_hf_available(void) {
 
 #if defined(UQ_HAVE_CJSON)
 
-/* The whole file, NUL-terminated (caller frees); NULL with a message. */
-static char *read_file(const char *cmd, const char *path) {
+/* The whole file, NUL-terminated (caller frees), its length in *len;
+ * NULL with a message. */
+static char *read_file(const char *cmd, const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (f == NULL) {
     fprintf(stderr, "uqjit %s: --hf-config %s: %s\n", cmd, path,
@@ -50,7 +51,183 @@ static char *read_file(const char *cmd, const char *path) {
     return NULL;
   }
   text[n] = '\0';
+  *len = n;
   return text;
+}
+
+/* ---- Python's json, where cJSON differs ----
+ * transformers reads config.json as UTF-8 and parses it with Python's
+ * json.loads, and vLLM uses what that gives. cJSON accepts more: invalid
+ * UTF-8, a byte order mark, control characters (as whitespace or inside
+ * strings), numbers such as 01 or 1., trailing data;
+ * and it keeps duplicate keys, where lookups find the first and Python's
+ * dict keeps the last. So the text is checked against what Python refuses
+ * first, and after parsing every object keeps only the last of each key.
+ * Two things Python accepts are refused here, failing closed: NaN and
+ * Infinity (cJSON cannot parse them) and \u0000 (cJSON cannot hold it). */
+
+/* Length of the UTF-8 sequence at p (strict, as Python decodes: no
+ * overlong forms, surrogates or code points past U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *p, size_t n) {
+  unsigned char c = p[0];
+  size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2
+               : c >= 0xe0 && c <= 0xef             ? 3
+               : c >= 0xf0 && c <= 0xf4             ? 4
+                                                    : 0;
+  if (len == 0 || len > n)
+    return 0;
+  unsigned char lo = 0x80, hi = 0xbf;
+  if (c == 0xe0)
+    lo = 0xa0;
+  else if (c == 0xed)
+    hi = 0x9f;
+  else if (c == 0xf0)
+    lo = 0x90;
+  else if (c == 0xf4)
+    hi = 0x8f;
+  for (size_t i = 1; i < len; i++, lo = 0x80, hi = 0xbf)
+    if (p[i] < lo || p[i] > hi)
+      return 0;
+  return len;
+}
+
+static int digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* Length of the JSON number at p, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?
+ * [0-9]+)?, when nothing that could continue a number follows it (cJSON
+ * reads "01", "1." and "1.e5" as numbers, Python refuses them); else 0. */
+static size_t number_len(const unsigned char *p, size_t n) {
+  size_t i = p[0] == '-';
+  if (i >= n || !digit(p[i]))
+    return 0;
+  if (p[i++] != '0')
+    while (i < n && digit(p[i]))
+      i++;
+  if (i + 1 < n && p[i] == '.' && digit(p[i + 1]))
+    for (i++; i < n && digit(p[i]); i++) {
+    }
+  if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+    size_t j = i + 1 + (i + 1 < n && (p[i + 1] == '+' || p[i + 1] == '-'));
+    if (j < n && digit(p[j]))
+      for (i = j; i < n && digit(p[i]); i++) {
+      }
+  }
+  return i < n && strchr("0123456789+-.eE", p[i]) != NULL ? 0 : i;
+}
+
+/* Why Python's json would refuse the text where cJSON might not (NULL:
+ * it would not); *at gets the offset. */
+static const char *python_refuses(const unsigned char *t, size_t n,
+                                  size_t *at) {
+  int in_string = 0;
+  *at = 0;
+  if (n >= 3 && memcmp(t, "\xef\xbb\xbf", 3) == 0) /* cJSON skips one */
+    return "a UTF-8 byte order mark";
+  for (size_t i = 0; i < n;) {
+    unsigned char c = t[i];
+    *at = i;
+    size_t k = utf8_len(t + i, n - i);
+    if (k == 0)
+      return "not UTF-8";
+    if (k > 1) {
+      i += k;
+    } else if (in_string) {
+      if (c < 0x20)
+        return "a control character in a string";
+      if (c == '\\' && i + 5 < n && t[i + 1] == 'u' &&
+          strncmp((const char *)t + i + 2, "0000", 4) == 0)
+        return "a \\u0000 escape, which this reader cannot represent";
+      in_string = c != '"';
+      i += c == '\\' && i + 1 < n && t[i + 1] < 0x80 ? 2 : 1;
+    } else if (c == '"') {
+      in_string = 1;
+      i++;
+    } else if (c == '-' || digit(c)) {
+      if ((k = number_len(t + i, n - i)) == 0)
+        return "a malformed number";
+      i += k;
+    } else if (c < 0x20 && c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+      return c == 0 ? "a NUL byte" : "a control character";
+    } else {
+      i++;
+    }
+  }
+  return NULL;
+}
+
+typedef struct member {
+  cJSON *item;
+  size_t index;
+} member;
+
+static int by_key_then_position(const void *a, const void *b) {
+  const member *x = a, *y = b;
+  int c = strcmp(x->item->string, y->item->string);
+  return c != 0 ? c : x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Drops each member of an object that a later member of the same name
+ * replaces, as Python's dict does, here and in every object nested
+ * inside. 0, or -1 out of memory. */
+static int keep_last_duplicates(cJSON *node) {
+  size_t n = 0;
+  for (const cJSON *c = node->child; c != NULL; c = c->next)
+    n++;
+  if (cJSON_IsObject(node) && n > 1) {
+    member *m = malloc(n * sizeof *m);
+    if (m == NULL)
+      return -1;
+    size_t i = 0;
+    for (cJSON *c = node->child; c != NULL; c = c->next, i++)
+      m[i] = (member){c, i};
+    qsort(m, n, sizeof *m, by_key_then_position);
+    for (i = 0; i + 1 < n; i++)
+      if (strcmp(m[i].item->string, m[i + 1].item->string) == 0)
+        cJSON_Delete(cJSON_DetachItemViaPointer(node, m[i].item));
+    free(m);
+  }
+  for (cJSON *c = node->child; c != NULL; c = c->next)
+    if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && keep_last_duplicates(c))
+      return -1;
+  return 0;
+}
+
+/* The text parsed as Python's json.loads would take it, or NULL with a
+ * message. The caller deletes the result. */
+static cJSON *parse_like_python(const char *cmd, const char *path,
+                                const char *text, size_t n) {
+  size_t at = 0;
+  const char *why = python_refuses((const unsigned char *)text, n, &at);
+  if (why != NULL) {
+    fprintf(stderr, "uqjit %s: %s: not a JSON object: %s at byte %zu\n", cmd,
+            path, why, at);
+    return NULL;
+  }
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+  if (root == NULL || !cJSON_IsObject(root)) {
+    const char *near = root == NULL ? cJSON_GetErrorPtr() : NULL;
+    fprintf(stderr, "uqjit %s: %s: not a JSON object%s%.20s%s\n", cmd, path,
+            near ? " (error near '" : "", near ? near : "",
+            near ? "')" : "");
+    cJSON_Delete(root);
+    return NULL;
+  }
+  while (end != NULL && end < text + n && strchr(" \t\n\r", *end) != NULL)
+    end++;
+  if (end != text + n) {
+    fprintf(stderr, "uqjit %s: %s: not a JSON object: data after the "
+            "object at byte %zu\n", cmd, path,
+            end != NULL ? (size_t)(end - text) : n);
+    cJSON_Delete(root);
+    return NULL;
+  }
+  if (keep_last_duplicates(root) != 0) {
+    fprintf(stderr, "uqjit %s: %s: out of memory\n", cmd, path);
+    cJSON_Delete(root);
+    return NULL;
+  }
+  return root;
 }
 
 /* The field `name` at the top level, else in text_config (where
@@ -169,19 +346,15 @@ int cli_hf_read(const char *cmd, const char *path, int dtype_override,
                 cli_hf_model *m) {
   memset(m, 0, sizeof *m);
   m->path = path;
-  char *text = read_file(cmd, path);
+  size_t len = 0;
+  char *text = read_file(cmd, path, &len);
   if (text == NULL)
     return CLI_EXIT_USAGE;
-  cJSON *root = cJSON_Parse(text);
+  cJSON *root = parse_like_python(cmd, path, text, len);
   int code = CLI_EXIT_OK;
-  if (root == NULL || !cJSON_IsObject(root)) {
-    const char *at = root == NULL ? cJSON_GetErrorPtr() : NULL;
-    fprintf(stderr, "uqjit %s: %s: not a JSON object%s%.20s%s\n", cmd, path,
-            at ? " (error near '" : "", at ? at : "", at ? "')" : "");
+  if (root == NULL ||
+      read_fields(cmd, path, root, dtype_override, m) != 0)
     code = CLI_EXIT_USAGE;
-  } else if (read_fields(cmd, path, root, dtype_override, m) != 0) {
-    code = CLI_EXIT_USAGE;
-  }
   cJSON_Delete(root);
   free(text);
   return code;

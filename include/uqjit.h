@@ -45,7 +45,7 @@ extern "C" {
   XX(ENOJIT, -8, "kernel not in cache and UQJIT_DISABLE_JIT is set")         \
   XX(EIO, -9, "input/output error")                                          \
   XX(ECORRUPT, -10, "corrupt cache entry")                                   \
-  XX(EPERM, -11, "refused: directory is writable by another user")           \
+  XX(EPERM, -11, "refused: a cache directory breaks the trust rule")         \
   XX(ENODEV, -12, "no GPU device or runtime found")                          \
   XX(EDEVICE, -13, "GPU runtime call failed")                                \
   XX(ENOENT, -14, "not found")                                               \
@@ -520,6 +520,12 @@ typedef struct uq_cache_entry {
   const char *route;     /* "nvrtc", "clang" or "hiprtc" */
   int64_t created;       /* unix seconds */
   const char *layer;     /* the cache directory (layer root) it lies in */
+  /* Why it is bad, naming the one rule it broke (docs/RELIABILITY.md,
+   * "Trust model"): e.g. "a symbolic link", "a file writable by its group
+   * (mode 0664)", "a directory (mode 0700) owned by uid 1000, not this
+   * user (uid 0) or root", "corrupt: ..."; "" when valid. A directory the
+   * loader refuses is listed as one bad entry with its own path. */
+  const char *problem;
 } uq_cache_entry;
 typedef int (*uq_cache_visit_fn)(void *user, const uq_cache_entry *entry);
 /* The directories a context with cache directory `dir` searches, in that

@@ -97,32 +97,64 @@ static int count_cb(void *user, const uq_cache_entry *e) {
 
 /* ---- the rule itself ---- */
 
+/* The rule's verdict: NULL (trusted) or its words. */
+static void expect_why(const struct stat *st, int want_dir,
+                       const char *want) {
+  char why[UQ__CACHE_WHY_MAX];
+  const char *got = uq__cache_distrust(st, want_dir, why);
+  if (want == NULL && got != NULL)
+    fail_msg("trusted expected, got '%s'", got);
+  if (want != NULL && (got == NULL || strcmp(got, want) != 0))
+    fail_msg("expected '%s', got '%s'", want, got ? got : "(trusted)");
+}
+
 static void distrust_refuses_group_write_links_and_non_regular_files(
     void **state) {
   (void)state;
   struct stat st;
+  char want[UQ__CACHE_WHY_MAX];
+  unsigned me = (unsigned)geteuid(), other = me == 12345 ? 12346 : 12345;
   memset(&st, 0, sizeof st);
   st.st_uid = geteuid();
   st.st_mode = S_IFREG | 0644;
-  assert_null(uq__cache_distrust(&st, 0));
+  expect_why(&st, 0, NULL);
   st.st_mode = S_IFREG | 0664;
-  assert_non_null(uq__cache_distrust(&st, 0));
+  expect_why(&st, 0, "a file writable by its group (mode 0664)");
   st.st_mode = S_IFREG | 0646;
-  assert_non_null(uq__cache_distrust(&st, 0));
+  expect_why(&st, 0, "a file writable by others (mode 0646)");
+  st.st_mode = S_IFREG | 0666;
+  expect_why(&st, 0, "a file writable by group and others (mode 0666)");
   st.st_mode = S_IFIFO | 0600;
-  assert_non_null(uq__cache_distrust(&st, 0));
+  expect_why(&st, 0, "a FIFO, not a regular file");
+  st.st_mode = S_IFCHR | 0600;
+  expect_why(&st, 0, "a character device, not a regular file");
   st.st_mode = S_IFLNK | 0777;
-  assert_non_null(uq__cache_distrust(&st, 0));
+  expect_why(&st, 0, "a symbolic link");
+  expect_why(&st, 1, "a symbolic link");
   st.st_mode = S_IFDIR | 0700;
-  assert_non_null(uq__cache_distrust(&st, 0));
-  assert_null(uq__cache_distrust(&st, 1));
+  expect_why(&st, 0, "a directory, not a regular file");
+  expect_why(&st, 1, NULL);
+  st.st_mode = S_IFREG | 0600;
+  expect_why(&st, 1, "a regular file, not a directory");
   st.st_mode = S_IFDIR | 0770;
-  assert_non_null(uq__cache_distrust(&st, 1));
+  expect_why(&st, 1, "a directory writable by its group (mode 0770)");
+  st.st_mode = S_IFDIR | 01777;
+  expect_why(&st, 1, "a directory writable by group and others (mode 1777)");
   st.st_mode = S_IFDIR | 0700;
   st.st_uid = 0;
-  assert_null(uq__cache_distrust(&st, 1)); /* root's read-only layers */
-  st.st_uid = geteuid() == 12345 ? 12346 : 12345;
-  assert_non_null(uq__cache_distrust(&st, 1));
+  expect_why(&st, 1, NULL); /* root's read-only layers */
+  st.st_uid = other;
+  snprintf(want, sizeof want,
+           "a directory (mode 0700) owned by uid %u, not this user (uid %u) "
+           "or root",
+           other, me);
+  expect_why(&st, 1, want);
+  st.st_mode = S_IFREG | 0644;
+  snprintf(want, sizeof want,
+           "a file (mode 0644) owned by uid %u, not this user (uid %u) or "
+           "root",
+           other, me);
+  expect_why(&st, 0, want);
 }
 
 /* ---- entry files ---- */
@@ -173,6 +205,57 @@ static void directory_at_entry_path_is_bad_and_repaired(void **state) {
   put_entry(f);
   assert_int_equal(get_status(f), 0);
   expect_verify(f, 1, 0);
+}
+
+/* A directory tree `depth` levels deep at `path`, made level by level
+ * with mkdirat (no path grows past PATH_MAX), with a file at every level
+ * and, at the bottom, a link to `outside` and a FIFO. */
+static void make_deep_tree(const char *path, int depth, const char *outside) {
+  cu_mkdirs(path, 0700);
+  int fd = open(path, O_RDONLY | O_DIRECTORY);
+  assert_true(fd >= 0);
+  for (int i = 0; i < depth; i++) {
+    int f = openat(fd, "f", O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(f >= 0);
+    close(f);
+    assert_int_equal(mkdirat(fd, "d", 0700), 0);
+    int next = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+    assert_true(next >= 0);
+    close(fd);
+    fd = next;
+  }
+  assert_int_equal(symlinkat(outside, fd, "link"), 0);
+  assert_int_equal(mkfifoat(fd, "fifo", 0600), 0);
+  close(fd);
+}
+
+static void deep_tree_at_entry_path_is_removed_by_prune_and_by_a_writer(
+    void **state) {
+  fx *f = *state;
+  char outside[PATH_MAX], kept[PATH_MAX];
+  cu_fmt(outside, "%s/outside", f->root);
+  cu_fmt(kept, "%s/outside/file", f->root);
+  cu_mkdirs(outside, 0700);
+  assert_int_equal(cu_write_file(kept, "x", 1, 0600), 0);
+  const int depths[] = {4, 5, 40, 300};
+  for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
+    make_deep_tree(f->entry, depths[i], outside);
+    expect_verify(f, 0, 1);
+    uint64_t removed = 0;
+    assert_int_equal(uq_cache_prune(f->w, UINT64_MAX, &removed, NULL), 0);
+    if (removed != 1 || cu_exists(f->entry))
+      fail_msg("depth %d: removed %llu, entry path %s", depths[i],
+               (unsigned long long)removed,
+               cu_exists(f->entry) ? "still there" : "gone");
+    expect_verify(f, 0, 0);
+    /* A writer replaces one too, and the kernel is back. */
+    make_deep_tree(f->entry, depths[i], outside);
+    put_entry(f);
+    assert_int_equal(get_status(f), 0);
+    expect_verify(f, 1, 0);
+    assert_int_equal(unlink(f->entry), 0);
+  }
+  assert_true(cu_exists(kept)); /* the links' target was never entered */
 }
 
 /* ---- directories ---- */
@@ -263,6 +346,37 @@ static void foreign_owned_hex_directory_is_bad_and_removed(void **state) {
   expect_verify(f, 0, 0);
 }
 
+/* docs/RELIABILITY.md promises that a writer removes another user's
+ * directory in its cache and makes it again; the loader names the rule. */
+static void foreign_owned_hex_directory_is_replaced_by_a_writer(void **state) {
+  fx *f = *state;
+  put_entry(f);
+  if (geteuid() != 0 || chown(f->hex, 65534, 65534) != 0)
+    skip(); /* only root can give a directory away */
+  assert_int_equal(chmod(f->hex, 0700), 0);
+  uq__cache *c = open_w(f);
+  uq__cache_found *found = calloc(1, sizeof *found);
+  assert_int_equal(uq__cache_find(c, T, &f->k, NULL, NULL, NULL, found),
+                   UQ_ENOENT);
+  uq__cache_close(c);
+  if (strstr(found->rejected, "owned by uid 65534, not this user (uid 0) "
+                              "or root") == NULL ||
+      strstr(found->rejected, "mode 0700") == NULL)
+    fail_msg("rejected: %s", found->rejected);
+  free(found);
+  c = open_w(f);
+  int rc = uq__cache_put(c, T, &f->k, NULL, f->p, LEN);
+  if (rc != 0)
+    fail_msg("put: %s: %s", uq_strerror(rc), uq_last_error());
+  uq__cache_close(c);
+  struct stat st;
+  assert_int_equal(lstat(f->hex, &st), 0);
+  assert_int_equal(st.st_uid, 0);
+  assert_int_equal(st.st_mode & 0777, 0700);
+  assert_int_equal(get_status(f), 0);
+  expect_verify(f, 1, 0);
+}
+
 /* ---- write failures ---- */
 
 static int injected_errno;
@@ -345,10 +459,12 @@ int main(void) {
       T_(group_writable_entry_is_refused_by_loader_and_verify),
       T_(fifo_at_entry_path_is_bad_and_never_blocks),
       T_(directory_at_entry_path_is_bad_and_repaired),
+      T_(deep_tree_at_entry_path_is_removed_by_prune_and_by_a_writer),
       T_(symlinked_hex_directory_is_bad_in_verify_and_removed),
       T_(symlinked_version_and_target_directories_are_bad),
       T_(world_writable_hex_directory_is_bad_and_repaired),
       T_(foreign_owned_hex_directory_is_bad_and_removed),
+      T_(foreign_owned_hex_directory_is_replaced_by_a_writer),
       T_(injected_write_failures_are_returned_and_leave_no_file),
       T_(read_only_file_system_is_named_read_only),
       T_(corrupt_entry_in_read_only_layer_is_reported_as_corrupt),

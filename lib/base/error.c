@@ -11,6 +11,10 @@
 #define UQ__DETAIL_MAX 16384
 
 static _Thread_local char detail[UQ__DETAIL_MAX];
+/* Where new text is composed before it replaces the detail: formatting
+ * straight into `detail` would read an argument that points into it while
+ * overwriting it (undefined behaviour, garbled messages). */
+static _Thread_local char compose[UQ__DETAIL_MAX];
 
 const char *uq_strerror(int status) {
   switch (status) {
@@ -47,8 +51,28 @@ const char *uq_version_string(void) { return UQ_VERSION_STRING; }
 int uq__errorf(int status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(detail, sizeof detail, fmt, ap);
+  vsnprintf(compose, sizeof compose, fmt, ap);
   va_end(ap);
+  memcpy(detail, compose, strlen(compose) + 1);
+  return status;
+}
+
+int uq__error_wrap(int status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(compose, sizeof compose, fmt, ap);
+  va_end(ap);
+  size_t used = n < 0 ? 0 : strlen(compose);
+  const char *parts[2] = {": ", detail};
+  for (int i = 0; i < 2 && detail[0] != '\0'; i++) {
+    size_t k = strlen(parts[i]);
+    if (k > sizeof compose - 1 - used)
+      k = sizeof compose - 1 - used;
+    memcpy(compose + used, parts[i], k);
+    used += k;
+  }
+  compose[used] = '\0';
+  memcpy(detail, compose, used + 1);
   return status;
 }
 
@@ -58,7 +82,12 @@ void uq__error_append(const char *text) {
   size_t used = strlen(detail);
   if (text == NULL || used + 1 >= sizeof detail)
     return;
-  snprintf(detail + used, sizeof detail - used, "%s", text);
+  /* memmove: `text` may be the detail itself. */
+  size_t n = strlen(text);
+  if (n > sizeof detail - used - 1)
+    n = sizeof detail - used - 1;
+  memmove(detail + used, text, n);
+  detail[used + n] = '\0';
 }
 
 void uq__warn_once(int *flag, const char *fmt, ...) {

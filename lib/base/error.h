@@ -12,8 +12,15 @@
 #endif
 
 /* Records a detail for `status` on this thread and returns `status`, so
- * that callers can write `return uq__errorf(UQ_EINVAL, "...", ...);`. */
+ * that callers can write `return uq__errorf(UQ_EINVAL, "...", ...);`. The
+ * text is composed apart from the detail, so an argument may point into
+ * it; to put words in front of the current detail, use uq__error_wrap. */
 int uq__errorf(int status, const char *fmt, ...) UQ__PRINTF(2, 3);
+/* Puts "<fmt's text>: " in front of this thread's detail (the text alone
+ * when the detail is empty) and returns `status`: how a caller adds what
+ * it was doing to the reason a callee left, e.g.
+ * `return uq__error_wrap(rc, "cannot run %s --version", path);`. */
+int uq__error_wrap(int status, const char *fmt, ...) UQ__PRINTF(2, 3);
 /* Clears this thread's detail (start of every public call that can fail). */
 void uq__error_clear(void);
 /* Appends to the detail (for example a compiler log after the headline). */

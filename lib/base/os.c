@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -64,47 +65,134 @@ int uq__os_find_program(const char *name, char *out, size_t n) {
   return UQ_ENOENT;
 }
 
-/* Scratch directories left by a process that died (its pid is gone) are
- * removed; one older than this is removed whatever its pid says, since the
- * pid may have been reused or belong to another pid namespace. */
+/* A scratch directory without its owner's lock whose pid is alive here is
+ * removed once older than this. */
 #define UQ__OS_STALE_SCRATCH_SECONDS (24 * 3600)
 
-/* rm -rf below an open directory, without following symlinks; `depth`
- * bounds the recursion (compilers nest a level or two at most). */
-static void remove_below(int dirfd, int depth) {
-  int fd = dup(dirfd);
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+/* Directory levels held open at once while a tree is emptied: a
+ * directory deeper than this is moved up into the tree's top and emptied
+ * from there, so that no depth costs more descriptors or stack. */
+#define UQ__OS_REMOVE_HOLD 16
+
+typedef struct remover {
+  int top;           /* the directory being emptied */
+  dev_t dev;         /* its file system: mounts below are not entered */
+  unsigned moved;    /* names given to directories moved up */
+  size_t progress;   /* entries removed or moved in this pass */
+} remover;
+
+/* Removes what it can below the directory open on fd, `level` levels
+ * below r->top. Never follows a link: every name is looked at with
+ * AT_SYMLINK_NOFOLLOW and opened with O_NOFOLLOW. */
+static void empty_dir(remover *r, int fd, int level) {
+  int dup_fd = dup(fd);
+  DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
   if (d == NULL) {
-    if (fd >= 0)
-      close(fd);
+    if (dup_fd >= 0)
+      close(dup_fd);
     return;
   }
+  rewinddir(d); /* the duplicate shares fd's offset, at the end after a pass */
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+    const char *n = e->d_name;
+    struct stat st;
+    if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 ||
+        fstatat(fd, n, &st, AT_SYMLINK_NOFOLLOW) != 0)
       continue;
-    if (unlinkat(dirfd, e->d_name, 0) == 0 || depth <= 0)
+    if (!S_ISDIR(st.st_mode) || unlinkat(fd, n, AT_REMOVEDIR) == 0) {
+      if (S_ISDIR(st.st_mode) || unlinkat(fd, n, 0) == 0)
+        r->progress++;
       continue;
-    int sub = openat(dirfd, e->d_name,
-                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub >= 0) {
-      remove_below(sub, depth - 1);
-      close(sub);
-      unlinkat(dirfd, e->d_name, AT_REMOVEDIR);
     }
+    if (st.st_dev != r->dev)
+      continue; /* a mount point: its contents are not ours to remove */
+    if (level + 1 >= UQ__OS_REMOVE_HOLD) {
+      char up[32];
+      snprintf(up, sizeof up, ".uqjit-rm-%u", r->moved++);
+      if (renameat(fd, n, r->top, up) == 0)
+        r->progress++;
+      continue;
+    }
+    int sub = openat(fd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0)
+      continue;
+    empty_dir(r, sub, level + 1);
+    close(sub);
+    if (unlinkat(fd, n, AT_REMOVEDIR) == 0)
+      r->progress++;
   }
   closedir(d);
 }
 
-/* "$TMPDIR/uqjit-<uid>" (TMPDIR unset or relative: /tmp), made 0700 when
- * missing. It must be a real directory of ours that nobody else can write,
- * since compilers read their inputs back from it. */
-static int scratch_parent(char *out, size_t n) {
-  /* TMPDIR is the system's convention for scratch space (read-only images
-   * often point it somewhere writable); it is no uqjit setting. */
+int uq__os_remove_at(int dirfd, const char *name) {
+  struct stat st;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT ? 0 : -1;
+  if (!S_ISDIR(st.st_mode))
+    return unlinkat(dirfd, name, 0);
+  if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0)
+    return 0;
+  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  remover r = {fd, st.st_dev, 0, 0};
+  int rc;
+  /* Passes until the directory goes: one that removes or moves nothing
+   * (no permission, a mount point) ends it. */
+  do {
+    r.progress = 0;
+    empty_dir(&r, fd, 0);
+    rc = unlinkat(dirfd, name, AT_REMOVEDIR);
+  } while (rc != 0 && (errno == ENOTEMPTY || errno == EEXIST) &&
+           r.progress > 0);
+  int e = errno;
+  close(fd);
+  errno = e;
+  return rc;
+}
+
+/* The file in every scratch directory that its owner holds an flock(2)
+ * on for the directory's whole life. The kernel drops the lock when the
+ * owner dies, whatever PID namespace it ran in, so a lock that can be
+ * taken means the directory is abandoned. The sweep holds the lock it
+ * took while it removes the directory, and an owner uses a directory only
+ * once it holds the lock on the file still named there, so the two never
+ * share one: an owner that loses the race makes another. */
+#define UQ__OS_OWNER_LOCK ".uqjit-owner"
+
+/* TMPDIR is the system's convention for scratch space (read-only images
+ * often point it somewhere writable); it is no uqjit setting. */
+static const char *tmp_base(void) {
   const char *base = secure_getenv("TMPDIR");
-  if (base == NULL || base[0] != '/')
-    base = "/tmp";
+  return base != NULL && base[0] == '/' ? base : "/tmp";
+}
+
+/* Why the per-user parent is not ours to use, or NULL when it is. */
+static const char *parent_distrust(const struct stat *st, char *why,
+                                   size_t n) {
+  if (S_ISLNK(st->st_mode))
+    snprintf(why, n, "a symbolic link");
+  else if (!S_ISDIR(st->st_mode))
+    snprintf(why, n, "not a directory");
+  else if (st->st_uid != geteuid())
+    snprintf(why, n, "owned by uid %u, not this user (uid %u)",
+             (unsigned)st->st_uid, (unsigned)geteuid());
+  else if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    snprintf(why, n, "writable by group or others (mode %04o)",
+             (unsigned)(st->st_mode & 07777));
+  else
+    return NULL;
+  return why;
+}
+
+/* "$TMPDIR/uqjit-<uid>" (TMPDIR unset or relative: /tmp), made 0700 when
+ * missing. 0 when it is a real directory of ours that nobody else can
+ * write (compilers read their inputs back from it); 1 when something else
+ * stands there, `why` saying what (anyone can squat the name in a shared
+ * /tmp); a negative status when it cannot be made at all. */
+static int scratch_parent(char *out, size_t n, char *why, size_t wn) {
+  const char *base = tmp_base();
   if ((size_t)snprintf(out, n, "%s/uqjit-%u", base, (unsigned)geteuid()) >= n)
     return uq__errorf(UQ_EIO, "temporary directory name too long: %s", base);
   if (mkdir(out, 0700) != 0 && errno != EEXIST) {
@@ -113,79 +201,184 @@ static int scratch_parent(char *out, size_t n) {
                       base, strerror(e));
   }
   struct stat st;
-  if (lstat(out, &st) != 0 || !S_ISDIR(st.st_mode) ||
-      st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-    return uq__errorf(UQ_EIO, "temporary directory %s is not a directory of "
-                      "ours that only we can write", out);
-  return 0;
+  if (lstat(out, &st) != 0) {
+    int e = errno;
+    return uq__errorf(UQ_EIO, "cannot use temporary directory %s: %s", out,
+                      strerror(e));
+  }
+  return parent_distrust(&st, why, wn) != NULL ? 1 : 0;
 }
 
-void uq__os_sweep_scratch(void) {
-  char parent[PATH_MAX];
-  if (scratch_parent(parent, sizeof parent) != 0) {
-    uq__error_clear();
+/* Removes the scratch directory `name` (of process `pid`, last changed
+ * `age` seconds ago) under pfd when it is abandoned: when the sweep can
+ * take its owner's lock, which it holds while removing. A directory
+ * without the lock file (made by a uqjit that predates it, or by an owner
+ * that has not yet made it) is taken over, by making the file, when its
+ * pid is gone here or it is older than a day; an owner that then finds
+ * the file made or unnamed makes another directory. */
+static void sweep_one(int pfd, const char *name, long pid, time_t age) {
+  int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
     return;
-  }
-  int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  int fd = pfd >= 0 ? dup(pfd) : -1;
+  int lfd = openat(dfd, UQ__OS_OWNER_LOCK,
+                   O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (lfd < 0 && errno == ENOENT &&
+      (age > UQ__OS_STALE_SCRATCH_SECONDS ||
+       (kill((pid_t)pid, 0) != 0 && errno == ESRCH)))
+    lfd = openat(dfd, UQ__OS_OWNER_LOCK,
+                 O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  close(dfd);
+  if (lfd < 0)
+    return;
+  if (flock(lfd, LOCK_EX | LOCK_NB) == 0)
+    (void)uq__os_remove_at(pfd, name);
+  close(lfd);
+}
+
+/* The pid of a scratch directory's name "<prefix><pid>-XXXXXX", or 0. */
+static long scratch_pid(const char *name, const char *prefix) {
+  size_t k = strlen(prefix);
+  if (strncmp(name, prefix, k) != 0)
+    return 0;
+  char *end;
+  long pid = strtol(name + k, &end, 10);
+  return end != name + k && *end == '-' && strlen(end) == 7 && pid > 0 ? pid
+                                                                       : 0;
+}
+
+/* Removes the abandoned scratch directories named "<prefix><pid>-XXXXXX"
+ * in the directory open on pfd. Only real directories of ours are looked
+ * at. */
+static void sweep_dir(int pfd, const char *prefix) {
+  int fd = dup(pfd);
   DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   if (d == NULL) {
     if (fd >= 0)
       close(fd);
-    if (pfd >= 0)
-      close(pfd);
     return;
   }
   time_t now = time(NULL);
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    char *end;
-    long pid = strtol(e->d_name, &end, 10);
+    long pid = scratch_pid(e->d_name, prefix);
     struct stat st;
-    if (end == e->d_name || *end != '-' || pid <= 0 || pid == (long)getpid() ||
+    if (pid == 0 || pid == (long)getpid() ||
         fstatat(pfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !S_ISDIR(st.st_mode))
+        !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
       continue;
-    int dead = kill((pid_t)pid, 0) != 0 && errno == ESRCH;
-    if (!dead && now - st.st_mtime <= UQ__OS_STALE_SCRATCH_SECONDS)
-      continue;
-    int sub = openat(pfd, e->d_name,
-                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub >= 0) {
-      remove_below(sub, 4);
-      close(sub);
-      unlinkat(pfd, e->d_name, AT_REMOVEDIR);
-    }
+    sweep_one(pfd, e->d_name, pid, now - st.st_mtime);
   }
   closedir(d);
-  close(pfd);
+}
+
+/* The prefix of private scratch directories made directly in $TMPDIR
+ * when the per-user parent is not ours: "uqjit-<uid>-". */
+static void fallback_prefix(char *out, size_t n) {
+  snprintf(out, n, "uqjit-%u-", (unsigned)geteuid());
+}
+
+void uq__os_sweep_scratch(void) {
+  char parent[PATH_MAX], why[128], prefix[64];
+  if (scratch_parent(parent, sizeof parent, why, sizeof why) == 0) {
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd >= 0) {
+      sweep_dir(pfd, "");
+      close(pfd);
+    }
+  }
+  uq__error_clear();
+  /* What fallback directories killed processes left in $TMPDIR itself. */
+  int bfd = open(tmp_base(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (bfd >= 0) {
+    fallback_prefix(prefix, sizeof prefix);
+    sweep_dir(bfd, prefix);
+    close(bfd);
+  }
 }
 
 static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
+static int warned_fallback;
 
-int uq__os_mkdtemp(char *out, size_t n) {
-  pthread_once(&sweep_once, uq__os_sweep_scratch);
-  char parent[PATH_MAX];
-  int status = scratch_parent(parent, sizeof parent);
-  if (status != 0)
-    return status;
-  if ((size_t)snprintf(out, n, "%s/%ld-XXXXXX", parent, (long)getpid()) >= n)
-    return uq__errorf(UQ_EIO, "temporary directory name too long: %s", parent);
-  if (mkdtemp(out) == NULL) {
-    int e = errno;
-    return uq__errorf(UQ_EIO, "cannot create a temporary directory in %s: %s",
-                      parent, strerror(e));
-  }
-  return 0;
+/* 1 when fd is the file named `name` under dirfd. */
+static int still_named(int dirfd, const char *name, int fd) {
+  struct stat a, b;
+  return fstat(fd, &a) == 0 &&
+         fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+         a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-void uq__os_rmtree(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) {
-    remove_below(fd, 4);
-    close(fd);
+/* One attempt at "<dir>/<name>XXXXXX" (mkdtemp, 0700) with its lock held:
+ * 0, 1 when a sweep took it over first (try again), or a status. */
+static int try_make(const char *dir, const char *name, uq__os_scratch *s) {
+  if ((size_t)snprintf(s->path, sizeof s->path, "%s/%sXXXXXX", dir, name) >=
+      sizeof s->path)
+    return uq__errorf(UQ_EIO, "temporary directory name too long: %s", dir);
+  if (mkdtemp(s->path) == NULL) {
+    int e = errno;
+    return uq__errorf(UQ_EIO, "cannot create a temporary directory in %s: %s",
+                      dir, strerror(e));
   }
-  rmdir(dir);
+  int dfd = open(s->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  s->lock_fd = dfd < 0 ? -1
+                       : openat(dfd, UQ__OS_OWNER_LOCK,
+                                O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+                                    O_CLOEXEC,
+                                0600);
+  /* A sweep holding the lock finishes its removal before this returns. */
+  int locked = s->lock_fd >= 0 && flock(s->lock_fd, LOCK_EX) == 0;
+  int e = errno;
+  int ok = locked && still_named(dfd, UQ__OS_OWNER_LOCK, s->lock_fd);
+  /* Unnamed, gone or made by a sweep: taken over; else a failure. */
+  int taken = locked || e == ENOENT || e == EEXIST || e == EINTR;
+  if (dfd >= 0)
+    close(dfd);
+  if (ok)
+    return 0;
+  char dir_copy[PATH_MAX];
+  snprintf(dir_copy, sizeof dir_copy, "%s", s->path);
+  uq__os_scratch_remove(s);
+  if (!taken)
+    return uq__errorf(UQ_EIO, "cannot set up temporary directory %s: %s",
+                      dir_copy, strerror(e));
+  return 1;
+}
+
+int uq__os_scratch_make(uq__os_scratch *s) {
+  s->path[0] = '\0';
+  s->lock_fd = -1;
+  pthread_once(&sweep_once, uq__os_sweep_scratch);
+  char parent[PATH_MAX], why[128], name[64];
+  int status = scratch_parent(parent, sizeof parent, why, sizeof why);
+  if (status < 0)
+    return status;
+  const char *dir = parent;
+  if (status == 0) {
+    snprintf(name, sizeof name, "%ld-", (long)getpid());
+  } else {
+    /* Squatted: a private directory of our own in $TMPDIR instead. */
+    dir = tmp_base();
+    fallback_prefix(name, sizeof name);
+    size_t k = strlen(name);
+    snprintf(name + k, sizeof name - k, "%ld-", (long)getpid());
+    uq__warn_once(&warned_fallback,
+                  "temporary directory %s is %s: not used; compiling in "
+                  "private directories %s/%sXXXXXX instead",
+                  parent, why, dir, name);
+  }
+  for (int tries = 0; tries < 16; tries++)
+    if ((status = try_make(dir, name, s)) != 1)
+      return status;
+  return uq__errorf(UQ_EIO, "cannot set up a temporary directory in %s: "
+                    "taken over by other processes 16 times", dir);
+}
+
+void uq__os_scratch_remove(uq__os_scratch *s) {
+  if (s->path[0] != '\0')
+    (void)uq__os_remove_at(AT_FDCWD, s->path);
+  if (s->lock_fd >= 0)
+    close(s->lock_fd); /* after the removal: the lock guards it to the end */
+  s->path[0] = '\0';
+  s->lock_fd = -1;
 }
 
 int uq__os_read_file(const char *path, char **data, size_t *len) {
@@ -256,7 +449,8 @@ static int run_env(char *const argv[], char *const envp[],
                    const char *stdin_path, char **out, size_t *out_len,
                    char **err, int *exit_code) {
   int status = 0;
-  char dir[PATH_MAX], out_path[PATH_MAX + 16], err_path[PATH_MAX + 16];
+  uq__os_scratch dir;
+  char out_path[PATH_MAX + 16], err_path[PATH_MAX + 16];
   char *out_data = NULL, *err_data = NULL;
   size_t out_n = 0, err_n = 0;
   posix_spawn_file_actions_t fa;
@@ -266,11 +460,11 @@ static int run_env(char *const argv[], char *const envp[],
     *out = NULL;
   if (err != NULL)
     *err = NULL;
-  status = uq__os_mkdtemp(dir, sizeof dir);
+  status = uq__os_scratch_make(&dir);
   if (status != 0)
     return status;
-  snprintf(out_path, sizeof out_path, "%s/stdout", dir);
-  snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+  snprintf(out_path, sizeof out_path, "%s/stdout", dir.path);
+  snprintf(err_path, sizeof err_path, "%s/stderr", dir.path);
 
   if (posix_spawn_file_actions_init(&fa) != 0) {
     status = uq__errorf(UQ_ENOMEM, "posix_spawn_file_actions_init failed");
@@ -331,7 +525,7 @@ cleanup:
     posix_spawn_file_actions_destroy(&fa);
   uq__free(out_data);
   uq__free(err_data);
-  uq__os_rmtree(dir);
+  uq__os_scratch_remove(&dir);
   return status;
 }
 

@@ -4,6 +4,7 @@
 #ifndef UQ_OS_H
 #define UQ_OS_H
 
+#include <limits.h>
 #include <stddef.h>
 
 /* Resolves a program: a name containing '/' is taken as a path, otherwise it
@@ -12,14 +13,42 @@
  * the caller words the message). */
 int uq__os_find_program(const char *name, char *out, size_t n);
 
-/* A private temporary directory "<pid>-XXXXXX" (mode 0700) in
+/* A private scratch directory, and the lock that tells other processes
+ * its owner is alive. */
+typedef struct uq__os_scratch {
+  char path[PATH_MAX];
+  int lock_fd; /* holds an flock on <path>/.uqjit-owner while it exists */
+} uq__os_scratch;
+
+/* Makes a private scratch directory "<pid>-XXXXXX" (mode 0700) in
  * "$TMPDIR/uqjit-<uid>" ($TMPDIR unset or relative: /tmp), which must be a
- * directory of ours that nobody else can write. The first call of a process
- * sweeps the directories of processes that died (uq__os_sweep_scratch). */
-int uq__os_mkdtemp(char *out, size_t n);
-/* Removes a directory made by uq__os_mkdtemp and everything in it (never
- * following a symlink). */
-void uq__os_rmtree(const char *dir);
+ * directory of ours that nobody else can write. When something else
+ * stands at that name (another user can squat it in a shared /tmp), the
+ * directory is "$TMPDIR/uqjit-<uid>-<pid>-XXXXXX" instead, made by
+ * mkdtemp and so ours alone, and the library warns once naming why. The
+ * directory holds a file the owner keeps locked (flock) until
+ * uq__os_scratch_remove; a directory a sweep took over before the owner
+ * held its lock is given up for another. The first call of a process
+ * sweeps abandoned directories (uq__os_sweep_scratch). 0, or UQ_EIO
+ * naming what failed. */
+int uq__os_scratch_make(uq__os_scratch *s);
+/* Removes the directory and everything in it (never following a link),
+ * then drops the lock. Does nothing for one that was not made. */
+void uq__os_scratch_remove(uq__os_scratch *s);
+/* Removes the scratch directories whose owner's lock can be taken (the
+ * owner died, in whatever PID namespace), and those without the lock file
+ * whose pid is gone here or that are older than a day: what killed
+ * compiles left, in "$TMPDIR/uqjit-<uid>" and, as
+ * "uqjit-<uid>-<pid>-XXXXXX", in $TMPDIR. A held lock is never broken. */
+void uq__os_sweep_scratch(void);
+
+/* Removes `name` under the directory open on dirfd (AT_FDCWD: a path):
+ * a file, link, FIFO or device, or a directory with everything in it at
+ * any depth. Never follows a symbolic link (the link goes, its target
+ * stays), never enters another file system mounted below, and holds a
+ * bounded number of descriptors however deep the tree. 0 (also when
+ * nothing is there), or -1 with errno set. */
+int uq__os_remove_at(int dirfd, const char *name);
 /* Removes the scratch directories of dead processes, and any older than a
  * day, from "$TMPDIR/uqjit-<uid>": what a killed compile left. */
 void uq__os_sweep_scratch(void);

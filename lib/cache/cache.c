@@ -113,11 +113,13 @@ int uq__cache_open(const char *dir, const char *readonly_path, uq__cache **out) 
                     "cache directory %s unusable (%s); compiled kernels stay "
                     "in memory only", c->wdir, strerror(e));
     } else {
-      c->wusable = uq__cache_dir_is_safe(fd);
+      struct stat st;
+      char why[UQ__CACHE_WHY_MAX];
+      c->wusable = fstat(fd, &st) == 0 &&
+                   uq__cache_distrust(&st, 1, why) == NULL;
       if (!c->wusable)
-        uq__warn_once(&warned_unsafe_dir,
-                      "cache directory %s is writable by another user or not "
-                      "ours: not used", c->wdir);
+        uq__warn_once(&warned_unsafe_dir, "cache directory %s is not used: "
+                      "it is %s", c->wdir, why);
       close(fd);
     }
   }
@@ -189,11 +191,10 @@ typedef struct lookup {
   uq__cache_found *found;
 } lookup;
 
-static void warn_unsafe_layer(const char *root, const char *unsafe) {
-  uq__warn_once(&warned_unsafe_layer,
-                "cache: not loading from %s: '%s' is a symbolic link, owned "
-                "by another user or writable by group or others", root,
-                unsafe);
+static void warn_unsafe_layer(const char *root,
+                              const uq__cache_refusal *ref) {
+  uq__warn_once(&warned_unsafe_layer, "cache: not loading from %s: '%s' is %s",
+                root, ref->level, ref->why);
 }
 
 /* Remembers the first entry of the kernel a lookup refused, so that a miss
@@ -217,13 +218,19 @@ static int try_file(const lookup *q, const char *root, int writable,
     return UQ_ENOENT;
   int rc = UQ_ENOENT;
   struct stat st;
+  char why_buf[UQ__CACHE_WHY_MAX];
   int fd = uq__cache_open_entry_file(dirfd, fname, &st);
   if (fd < 0) {
-    if (errno != ENOENT)
-      note_rejected(q, root, fname, "not a regular file");
+    /* A link, FIFO, directory or device: the rule names it. */
+    if (errno != ENOENT &&
+        fstatat(dirfd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0)
+      note_rejected(q, root, fname,
+                    uq__cache_distrust(&st, 0, why_buf) != NULL
+                        ? why_buf
+                        : "not openable");
     return UQ_ENOENT;
   }
-  const char *why = uq__cache_distrust(&st, 0);
+  const char *why = uq__cache_distrust(&st, 0, why_buf);
   if (why != NULL) {
     uq__warn_once(&warned_unsafe_file, "cache: not loading %s/.../%s: %s",
                   root, fname, why);
@@ -295,17 +302,16 @@ static int try_any(const lookup *q, const char *root, int writable,
  * 0, UQ_ENOENT, or UQ_ENOMEM. */
 static int get_from(const lookup *q, const char *root, int writable,
                     int any) {
-  const char *unsafe;
+  uq__cache_refusal ref;
   if (!any && !q->has_preferred)
     return UQ_ENOENT;
-  int dirfd = uq__cache_open_entry_dir(root, q->tdir, q->hh, 0, &unsafe);
+  int dirfd = uq__cache_open_entry_dir(root, q->tdir, q->hh, 0, &ref);
   if (dirfd < 0) {
-    if (unsafe != NULL) {
-      warn_unsafe_layer(root, unsafe);
+    if (ref.level != NULL) {
+      warn_unsafe_layer(root, &ref);
       if (q->found != NULL && q->found->rejected[0] == '\0')
         snprintf(q->found->rejected, sizeof q->found->rejected,
-                 "%s is not trusted: '%s' is a symbolic link, owned by "
-                 "another user or writable by group or others", root, unsafe);
+                 "%s is not trusted: '%s' is %s", root, ref.level, ref.why);
     }
     return UQ_ENOENT;
   }
@@ -444,7 +450,7 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
   char tmp[PATH_MAX];
   uint8_t h[UQ__CACHE_HEADER_SIZE + UQ__CACHE_MAX_META];
   int dirfd = -1, fd = -1, created = 0, rc;
-  const char *unsafe = NULL;
+  uq__cache_refusal ref;
   rc = uq__cache_target_dirname(target, tdir);
   if (rc != 0)
     return rc;
@@ -466,13 +472,12 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
                                                                : NULL),
                         hh, fname, NULL);
   int made = uq__cache_make_dirs(c->wdir);
-  dirfd = uq__cache_open_entry_dir(c->wdir, tdir, hh, 1, &unsafe);
+  dirfd = uq__cache_open_entry_dir(c->wdir, tdir, hh, 1, &ref);
   if (dirfd < 0) {
     int e = errno == ENOENT && made != 0 ? made : errno;
     rc = dirfd == UQ_ENOENT ? uq__cache_status_of_errno(e) : dirfd;
-    if (unsafe != NULL)
-      uq__errorf(rc, "cache: %s: '%s' is a symbolic link, owned by another "
-                 "user or writable by group or others", c->wdir, unsafe);
+    if (ref.level != NULL)
+      uq__errorf(rc, "cache: %s: '%s' is %s", c->wdir, ref.level, ref.why);
     else
       uq__errorf(rc, "cache: cannot create %s/%s/%s/%s: %s", c->wdir,
                  UQ__CACHE_VERSION_DIR, tdir, hh, strerror(e));
@@ -515,7 +520,7 @@ int uq__cache_put(uq__cache *c, const char *target, const uq__digest *key,
                   : renameat(dirfd, tmpbase, dirfd, fname);
   if (moved != 0 && (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST)) {
     /* A directory at the entry's path: never an entry, so remove it. */
-    (void)uq__cache_remove_tree(dirfd, fname, 4);
+    (void)uq__cache_remove_tree(dirfd, fname);
     moved = renameat(dirfd, tmpbase, dirfd, fname);
   }
   if (moved != 0) {

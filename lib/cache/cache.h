@@ -85,7 +85,7 @@ typedef struct uq__cache_found {
   uq__cache_entry_info info;
   /* On a miss: the first entry of the kernel that was refused and why
    * ("<path> is corrupt"), else "". */
-  char rejected[UQ__CACHE_PATH_MAX + 160];
+  char rejected[UQ__CACHE_PATH_MAX + 320];
 } uq__cache_found;
 
 /* Looks up the kernel `key` (its digest) of `target`: first the entry

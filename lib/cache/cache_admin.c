@@ -30,6 +30,8 @@ typedef struct walk_item {
   int untrusted_dir;  /* a level (or the root) the loader refuses; `name`
                          is under hexfd, or NULL for the root itself */
   int valid;          /* entries only */
+  const char *problem; /* why it is bad, in the trust rule's words ("" for
+                          a valid entry or a temporary file) */
   const char *target; /* from the header, "" when it did not parse */
   const uq__cache_entry_info *info; /* what the header says (zeroed if bad) */
 } walk_item;
@@ -40,7 +42,8 @@ typedef int (*walk_fn)(void *user, const walk_item *item);
 /* Reports a directory level (or what stands in its place) that the
  * loader would refuse: by the loader's own rule, uq__cache_distrust. */
 static int visit_untrusted(const char *path, int parent, const char *name,
-                           const struct stat *st, walk_fn fn, void *user) {
+                           const struct stat *st, const char *why, walk_fn fn,
+                           void *user) {
   walk_item it;
   uq__cache_entry_info info;
   memset(&it, 0, sizeof it);
@@ -50,6 +53,7 @@ static int visit_untrusted(const char *path, int parent, const char *name,
   it.name = name;
   it.st = st;
   it.untrusted_dir = 1;
+  it.problem = why;
   it.target = "";
   it.info = &info;
   return fn(user, &it);
@@ -74,10 +78,15 @@ static DIR *open_sub(int parent, const char *name, const char *path,
     close(fd);
     return NULL;
   }
-  if (fd < 0 || uq__cache_distrust(&st, 1) != NULL) {
+  char why[UQ__CACHE_WHY_MAX];
+  int e = errno;
+  if (fd < 0 || uq__cache_distrust(&st, 1, why) != NULL) {
     if (fd >= 0)
       close(fd);
-    *rc = visit_untrusted(path, parent, name, &st, fn, user);
+    else if (uq__cache_distrust(&st, 1, why) == NULL)
+      snprintf(why, sizeof why, "a directory that cannot be opened: %s",
+               strerror(e));
+    *rc = visit_untrusted(path, parent, name, &st, why, fn, user);
     return NULL;
   }
   DIR *d = fdopendir(fd);
@@ -102,6 +111,7 @@ static int visit_file(const char *root, const char *tname, const char *hname,
   it.name = fname;
   it.st = &st;
   it.target = "";
+  it.problem = "";
   memset(&info, 0, sizeof info);
   it.info = &info;
   if (uq__cache_is_temp_name(fname)) {
@@ -126,9 +136,12 @@ static int visit_file(const char *root, const char *tname, const char *hname,
       return uq__errorf(e == ENOMEM ? UQ_ENOMEM : UQ_EIO,
                         "cache: opening %s: %s", path, strerror(e));
     /* A directory, FIFO, link or device at an entry's path: bad. */
+    char why[UQ__CACHE_WHY_MAX];
+    it.problem = uq__cache_distrust(&st, 0, why) != NULL ? why : "unreadable";
     return fn(user, &it);
   }
-  int rc = uq__cache_file_is_safe(&st)
+  char why[UQ__CACHE_WHY_MAX];
+  int rc = uq__cache_distrust(&st, 0, why) == NULL
                ? uq__cache_read_entry(fd, NULL, &want, &prov, NULL, NULL,
                                       &info)
                : UQ_EPERM;
@@ -137,11 +150,17 @@ static int visit_file(const char *root, const char *tname, const char *hname,
     return uq__errorf(rc, "cache: reading %s failed", path);
   it.target = info.target;
   it.valid = rc == 0;
+  if (rc == UQ_EPERM)
+    it.problem = why;
+  else if (rc != 0)
+    it.problem = "corrupt: its header, name or checksums do not match";
   if (it.valid) {
     char tdir[UQ__CACHE_TARGET_FIELD];
     it.valid = uq__cache_target_dirname(info.target, tdir) == 0 &&
                strcmp(tdir, tname) == 0;
     uq__error_clear();
+    if (!it.valid)
+      it.problem = "an entry of another target, filed under this one";
   }
   return fn(user, &it);
 }
@@ -196,9 +215,10 @@ static int walk(const char *dir, walk_fn fn, void *user) {
     goto done;
   }
   struct stat rst;
-  if (fstat(rootfd, &rst) == 0 && uq__cache_distrust(&rst, 1) != NULL) {
+  char why[UQ__CACHE_WHY_MAX];
+  if (fstat(rootfd, &rst) == 0 && uq__cache_distrust(&rst, 1, why) != NULL) {
     /* The loader uses nothing under an untrusted root. */
-    rc = visit_untrusted(root, rootfd, NULL, &rst, fn, user);
+    rc = visit_untrusted(root, rootfd, NULL, &rst, why, fn, user);
     goto done;
   }
   vd = open_sub(rootfd, UQ__CACHE_VERSION_DIR,
@@ -250,6 +270,7 @@ static int list_one(void *user, const walk_item *it) {
   e.options = it->info->options;
   e.route = it->info->route;
   e.created = it->info->created;
+  e.problem = it->problem;
   /* A positive value stops the walk without looking like a failure. */
   return lc->visit(lc->user, &e) != 0 ? 1 : 0;
 }
@@ -316,7 +337,7 @@ static int repair_level(const walk_item *it) {
     return 0;
   if (S_ISDIR(it->st->st_mode) && it->st->st_uid == geteuid())
     return fchmodat(it->hexfd, it->name, 0700, 0) == 0;
-  return uq__cache_remove_tree(it->hexfd, it->name, 4) == 0;
+  return uq__cache_remove_tree(it->hexfd, it->name) == 0;
 }
 
 static int prune_one(void *user, const walk_item *it) {
@@ -335,7 +356,7 @@ static int prune_one(void *user, const walk_item *it) {
   if (!it->valid) {
     /* Whatever stands at an entry's path: a file, FIFO, link or a
      * directory tree. */
-    if (uq__cache_remove_tree(it->hexfd, it->name, 4) == 0)
+    if (uq__cache_remove_tree(it->hexfd, it->name) == 0)
       pc->removed++;
     return 0;
   }

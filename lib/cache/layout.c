@@ -4,7 +4,6 @@
  * safety are the ones an entry is read from. */
 #include "lib/cache/cache_impl.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,6 +16,7 @@
 #include "lib/base/alloc.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
+#include "lib/base/os.h"
 
 /* ---- Names ------------------------------------------------------------- */
 
@@ -78,6 +78,25 @@ int uq__cache_resolve_dir(const char *dir, char **out) {
 
 /* ---- Trust ---------------------------------------------------------------- */
 
+/* What a file's mode says it is, for messages. */
+static const char *kind_of(mode_t mode) {
+  if (S_ISREG(mode))
+    return "a regular file";
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISLNK(mode))
+    return "a symbolic link";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "of an unknown type";
+}
+
 /* The one trust rule (docs/RELIABILITY.md, "Trust model"). Loading a code
  * object runs code on the GPU, so nobody but the reader (or root) may be
  * able to put or change files where they are read: every directory below
@@ -85,29 +104,45 @@ int uq__cache_resolve_dir(const char *dir, char **out) {
  * a symbolic link: all of them are opened with O_NOFOLLOW), owned by the
  * reader's effective user or by root, and writable by neither group nor
  * others. The same rule holds in the writable cache and in read-only
- * layers. */
-const char *uq__cache_distrust(const struct stat *st, int want_dir) {
+ * layers. The words name the one condition that failed, with the numbers
+ * that made it fail. */
+const char *uq__cache_distrust(const struct stat *st, int want_dir,
+                               char why[UQ__CACHE_WHY_MAX]) {
+  unsigned mode = (unsigned)(st->st_mode & 07777);
+  const char *what = want_dir ? "directory" : "file";
   if (S_ISLNK(st->st_mode))
-    return "a symbolic link";
-  if (want_dir && !S_ISDIR(st->st_mode))
-    return "not a directory";
-  if (!want_dir && !S_ISREG(st->st_mode))
-    return S_ISDIR(st->st_mode) ? "a directory, not an entry file"
-                                : "not a regular file";
-  if (st->st_uid != geteuid() && st->st_uid != 0)
-    return "owned by another user";
-  if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0)
-    return "writable by group or others";
-  return NULL;
+    snprintf(why, UQ__CACHE_WHY_MAX, "a symbolic link");
+  else if (want_dir && !S_ISDIR(st->st_mode))
+    snprintf(why, UQ__CACHE_WHY_MAX, "%s, not a directory",
+             kind_of(st->st_mode));
+  else if (!want_dir && !S_ISREG(st->st_mode))
+    snprintf(why, UQ__CACHE_WHY_MAX, "%s, not a regular file",
+             kind_of(st->st_mode));
+  else if (st->st_uid != geteuid() && st->st_uid != 0)
+    snprintf(why, UQ__CACHE_WHY_MAX,
+             "a %s (mode %04o) owned by uid %u, not this user (uid %u) or "
+             "root",
+             what, mode, (unsigned)st->st_uid, (unsigned)geteuid());
+  else if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    snprintf(why, UQ__CACHE_WHY_MAX, "a %s %s (mode %04o)", what,
+             (st->st_mode & S_IWGRP) == 0 ? "writable by others"
+             : (st->st_mode & S_IWOTH) == 0 ? "writable by its group"
+                                            : "writable by group and others",
+             mode);
+  else
+    return NULL;
+  return why;
 }
 
 int uq__cache_dir_is_safe(int fd) {
   struct stat st;
-  return fstat(fd, &st) == 0 && uq__cache_distrust(&st, 1) == NULL;
+  char why[UQ__CACHE_WHY_MAX];
+  return fstat(fd, &st) == 0 && uq__cache_distrust(&st, 1, why) == NULL;
 }
 
 int uq__cache_file_is_safe(const struct stat *st) {
-  return uq__cache_distrust(st, 0) == NULL;
+  char why[UQ__CACHE_WHY_MAX];
+  return uq__cache_distrust(st, 0, why) == NULL;
 }
 
 int (*uq__cache_fault_fn)(uq__cache_op op);
@@ -155,36 +190,95 @@ int uq__cache_status_of_errno(int e) {
   }
 }
 
-/* A writer repairs a level of its own cache that is a symbolic link or
- * not a directory: it is removed and made again (the link's target is not
- * touched). The new directory's fd, or -1 with errno set. */
-static int replace_level(int parent, const char *name) {
+/* A writer's repair of a level of its own cache that the rule refuses
+ * (docs/RELIABILITY.md, "Trust model"): its own directory that group or
+ * others may write becomes 0700 (entry files are still checked one by
+ * one); a symbolic link or anything else that is not a directory (the
+ * link's target is not touched), and a directory of another user, are
+ * removed with their contents and made again. The level's fd, or -1 with
+ * errno set. */
+static int repair_level(int parent, const char *name) {
   struct stat st;
-  if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-      S_ISDIR(st.st_mode) || unlinkat(parent, name, 0) != 0 ||
-      mkdirat(parent, name, 0700) != 0)
+  if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return -1;
+  if (S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+    int fd = openat(parent, name,
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && fchmod(fd, 0700) != 0) {
+      int e = errno;
+      close(fd);
+      errno = e;
+      return -1;
+    }
+    return fd;
+  }
+  if (uq__os_remove_at(parent, name) != 0 || mkdirat(parent, name, 0700) != 0)
     return -1;
   return openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-/* A writer repairs a directory of its own that group or others may write
- * to by making it 0700; entry files are still checked one by one, and a
- * file only its owner can change stays trusted. 1 when it is now safe. */
-static int repair_mode(int fd) {
+/* The rule's verdict on what stands at `name` under `parent` (a level
+ * that could not be opened as a directory, or `fd` when it was). */
+static const char *level_distrust(int parent, const char *name, int fd,
+                                  char why[UQ__CACHE_WHY_MAX]) {
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-    return 0;
-  return fchmod(fd, 0700) == 0 && uq__cache_dir_is_safe(fd);
+  int ok = fd >= 0 ? fstat(fd, &st) == 0
+                   : fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (!ok) {
+    snprintf(why, UQ__CACHE_WHY_MAX, "not readable: %s", strerror(errno));
+    return why;
+  }
+  return uq__cache_distrust(&st, 1, why);
 }
 
-/* Opens root/v2/<tdir>/<hh> checking every level; with `create`, missing
- * levels below the root are made 0700. Returns the 2-hex directory's fd or
- * a negative status (UQ_ENOENT when a level is missing, UQ_EPERM when one
- * is unsafe). `*unsafe` says which directory was refused. */
+/* Opens one level below the directory open on fd, making it first with
+ * `create`, and applies the rule to it; a writer repairs what it refuses.
+ * The level's fd, or a negative status (UQ_ENOENT, UQ_EPERM with *ref
+ * filled, or the status of an errno). Closes nothing. */
+static int open_level(int fd, const char *name, int create,
+                      uq__cache_refusal *ref) {
+  if (create &&
+      (uq__cache_inject(UQ__CACHE_OP_MKDIR) || mkdirat(fd, name, 0700) != 0) &&
+      errno != EEXIST)
+    return errno == ENOENT ? UQ_EIO : uq__cache_status_of_errno(errno);
+  int next = uq__cache_inject(UQ__CACHE_OP_OPEN)
+                 ? -1
+                 : openat(fd, name,
+                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (next < 0 && errno != ELOOP && !(create && errno == ENOTDIR)) {
+    int e = errno;
+    return e == ENOENT || e == ENOTDIR ? UQ_ENOENT
+                                       : uq__cache_status_of_errno(e);
+  }
+  char why[UQ__CACHE_WHY_MAX];
+  if (level_distrust(fd, name, next, why) == NULL)
+    return next;
+  if (next >= 0)
+    close(next);
+  ref->level = name;
+  snprintf(ref->why, sizeof ref->why, "%s", why);
+  if (!create)
+    return UQ_EPERM;
+  next = repair_level(fd, name);
+  if (next >= 0 && level_distrust(fd, name, next, why) == NULL) {
+    ref->level = NULL;
+    ref->why[0] = '\0';
+    return next;
+  }
+  int e = next >= 0 ? EPERM : errno;
+  if (next >= 0)
+    close(next);
+  size_t used = strlen(ref->why);
+  snprintf(ref->why + used, sizeof ref->why - used, "; cannot repair it: %s",
+           strerror(e));
+  return UQ_EPERM;
+}
+
 int uq__cache_open_entry_dir(const char *root, const char *tdir,
-                             const char *hh, int create, const char **unsafe) {
+                             const char *hh, int create,
+                             uq__cache_refusal *ref) {
   const char *levels[3] = {UQ__CACHE_VERSION_DIR, tdir, hh};
-  *unsafe = NULL;
+  memset(ref, 0, sizeof *ref);
   int fd = uq__cache_inject(UQ__CACHE_OP_OPEN)
                ? -1
                : open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -192,44 +286,18 @@ int uq__cache_open_entry_dir(const char *root, const char *tdir,
     return errno == ENOENT || errno == ENOTDIR
                ? UQ_ENOENT
                : uq__cache_status_of_errno(errno);
-  if (!uq__cache_dir_is_safe(fd)) {
+  if (level_distrust(-1, NULL, fd, ref->why) != NULL) {
     close(fd);
-    *unsafe = root;
+    ref->level = root;
     return UQ_EPERM;
   }
   for (int i = 0; i < 3; i++) {
-    if (create &&
-        (uq__cache_inject(UQ__CACHE_OP_MKDIR) ||
-         mkdirat(fd, levels[i], 0700) != 0) &&
-        errno != EEXIST) {
-      int e = errno;
-      close(fd);
-      errno = e;
-      return e == ENOENT ? UQ_EIO : uq__cache_status_of_errno(e);
-    }
-    int next = uq__cache_inject(UQ__CACHE_OP_OPEN)
-                   ? -1
-                   : openat(fd, levels[i],
-                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (next < 0 && create && (errno == ELOOP || errno == ENOTDIR))
-      next = replace_level(fd, levels[i]);
+    int next = open_level(fd, levels[i], create, ref);
     int e = errno;
-    if (next < 0) {
-      close(fd);
-      errno = e;
-      if (e == ELOOP) {
-        *unsafe = levels[i]; /* a symbolic link */
-        return UQ_EPERM;
-      }
-      return e == ENOENT || e == ENOTDIR ? UQ_ENOENT
-                                         : uq__cache_status_of_errno(e);
-    }
     close(fd);
-    if (!uq__cache_dir_is_safe(next) && !(create && repair_mode(next))) {
-      close(next);
-      *unsafe = levels[i];
-      return UQ_EPERM;
-    }
+    errno = e;
+    if (next < 0)
+      return next;
     fd = next;
   }
   return fd;
@@ -261,24 +329,6 @@ int uq__cache_make_dirs(const char *path) {
   return last;
 }
 
-int uq__cache_remove_tree(int parent, const char *name, int depth) {
-  struct stat st;
-  if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-    return errno == ENOENT ? 0 : -1;
-  if (!S_ISDIR(st.st_mode))
-    return unlinkat(parent, name, 0);
-  int fd = depth > 0 ? openat(parent, name, O_RDONLY | O_DIRECTORY |
-                                               O_NOFOLLOW | O_CLOEXEC)
-                     : -1;
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-  if (d == NULL && fd >= 0)
-    close(fd);
-  if (d != NULL) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-        (void)uq__cache_remove_tree(dirfd(d), e->d_name, depth - 1);
-    closedir(d);
-  }
-  return unlinkat(parent, name, AT_REMOVEDIR);
+int uq__cache_remove_tree(int parent, const char *name) {
+  return uq__os_remove_at(parent, name);
 }

@@ -125,7 +125,7 @@ int uq__cache_lock(uq__cache *c, const char *target, const uq__digest *key,
                    int wait_ms, uq__cache_flight **out) {
   char tdir[UQ__CACHE_TARGET_FIELD], hh[3], fname[UQ__CACHE_FNAME_LEN + 1];
   char prefix[32];
-  const char *unsafe = NULL;
+  uq__cache_refusal ref;
   *out = NULL;
   const char *root = uq__cache_dir(c);
   if (root == NULL || uq__cache_target_dirname(target, tdir) != 0) {
@@ -140,7 +140,7 @@ int uq__cache_lock(uq__cache *c, const char *target, const uq__digest *key,
   /* prefix is "<30 hex>."; the lock is ".<30 hex>.lock". */
   snprintf(l->name, sizeof l->name, ".%slock", prefix);
   uq__cache_make_dirs(root);
-  l->dirfd = uq__cache_open_entry_dir(root, tdir, hh, 1, &unsafe);
+  l->dirfd = uq__cache_open_entry_dir(root, tdir, hh, 1, &ref);
   if (l->dirfd < 0) {
     uq__free(l);
     return UQ_ENOENT;

@@ -13,7 +13,9 @@ typedef struct uq__compiler uq__compiler;
  * where it serves that target (Debian's ROCm 5.2 hipRTC: gfx90a) else
  * offline clang; UQJIT_AMD_COMPILER=clang|hiprtc overrides. Compilers are
  * process-wide singletons (never freed). UQ_ENOCOMPILER with what was looked
- * for, and the variable that overrides it, in uq_last_error(). */
+ * for, and the variable that overrides it, in uq_last_error(); UQ_EIO or
+ * UQ_ENOMEM when a compiler was found but could not be run to identify it
+ * (for clang: no scratch directory, a failed spawn). */
 int uq__compiler_for_target(const char *target, const uq__compiler **out);
 
 /* The route uq__compiler_for_target would pick, without loading anything

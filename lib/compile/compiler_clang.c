@@ -2,7 +2,8 @@
  * (-nogpulib -nogpuinc: the templates are self-contained). Spawned with
  * posix_spawn, never through a shell; every file, clang's own scratch
  * files included, lives in a private temporary directory that is removed
- * before returning (uq__os_mkdtemp sweeps those of killed processes). */
+ * before returning (uq__os_scratch_make sweeps those of killed
+ * processes). */
 #include <stdio.h>
 #include <string.h>
 
@@ -34,14 +35,14 @@ static int clang_compile(const uq__compiler *cc, const char *target,
                          const char *src, size_t len, const char *name,
                          void **obj, size_t *obj_len) {
   int status = 0;
-  char dir[PATH_MAX] = "";
+  uq__os_scratch dir = {"", -1};
   char src_path[PATH_MAX + 300], out_path[PATH_MAX + 16];
   char opts[UQ__OPTIONS_MAX];
   const char *argv[24];
   char *log = NULL;
   int exit_code = 0;
 
-  status = uq__os_mkdtemp(dir, sizeof dir);
+  status = uq__os_scratch_make(&dir);
   if (status != 0)
     goto cleanup;
   /* The name shows up in the log's file:line prefixes; keep it a plain
@@ -51,8 +52,8 @@ static int clang_compile(const uq__compiler *cc, const char *target,
   for (const char *p = name; *p != '\0' && k + 1 < sizeof safe; p++)
     safe[k++] = (*p == '/' || *p == ' ') ? '_' : *p;
   safe[k] = '\0';
-  snprintf(src_path, sizeof src_path, "%s/%s.hip", dir, safe);
-  snprintf(out_path, sizeof out_path, "%s/out.co", dir);
+  snprintf(src_path, sizeof src_path, "%s/%s.hip", dir.path, safe);
+  snprintf(out_path, sizeof out_path, "%s/out.co", dir.path);
   status = uq__os_write_file(src_path, src, len);
   if (status != 0)
     goto cleanup;
@@ -68,7 +69,7 @@ static int clang_compile(const uq__compiler *cc, const char *target,
 
   /* clang's own scratch files go to the same directory, removed below even
    * when clang fails; a killed process's directory is swept by the next. */
-  status = uq__os_run_in((char *const *)argv, dir, NULL, NULL, &log,
+  status = uq__os_run_in((char *const *)argv, dir.path, NULL, NULL, &log,
                          &exit_code);
   if (status != 0)
     goto cleanup;
@@ -81,13 +82,12 @@ static int clang_compile(const uq__compiler *cc, const char *target,
   }
   status = uq__os_read_file(out_path, (char **)obj, obj_len);
   if (status != 0) {
-    status = uq__errorf(UQ_ECOMPILE, "%s exited 0 but wrote no code object: %s",
-                        cc->identity, uq_last_error());
+    status = uq__error_wrap(UQ_ECOMPILE, "%s exited 0 but wrote no code object",
+                            cc->identity);
     goto cleanup;
   }
 cleanup:
-  if (dir[0] != '\0')
-    uq__os_rmtree(dir);
+  uq__os_scratch_remove(&dir);
   uq__free(log);
   return status;
 }
@@ -100,9 +100,10 @@ static int clang_identity(uq__compiler *cc) {
   int exit_code = 0;
   char *const argv[] = {cc->location, "--version", NULL};
   int status = uq__os_run(argv, NULL, &out, NULL, NULL, &exit_code);
+  /* Not being able to run it (no scratch directory, no memory, a failed
+   * spawn) keeps its own status: the compiler was found. */
   if (status != 0)
-    return uq__errorf(UQ_ENOCOMPILER, "cannot run %s --version: %s",
-                      cc->location, uq_last_error());
+    return uq__error_wrap(status, "cannot run %s --version", cc->location);
   size_t line = strcspn(out, "\r\n");
   if (exit_code != 0 || line == 0 || strstr(out, "clang") == NULL) {
     status = uq__errorf(UQ_ENOCOMPILER,

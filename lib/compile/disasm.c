@@ -518,7 +518,8 @@ int uq_code_disassemble(const char *target, const void *obj, size_t len,
                         char **text, uq_code_info *info) {
   uq__error_clear();
   int status = 0;
-  char dir[PATH_MAX] = "", file[PATH_MAX + 16], tool[PATH_MAX];
+  uq__os_scratch dir = {"", -1};
+  char file[PATH_MAX + 16], tool[PATH_MAX];
   char mcpu[96];
   char *out = NULL, *err = NULL;
   int exit_code = 0;
@@ -558,10 +559,11 @@ int uq_code_disassemble(const char *target, const void *obj, size_t len,
   status = find_disassembler(amd, tool, sizeof tool);
   if (status != 0)
     goto cleanup;
-  status = uq__os_mkdtemp(dir, sizeof dir);
+  status = uq__os_scratch_make(&dir);
   if (status != 0)
     goto cleanup;
-  snprintf(file, sizeof file, "%s/%s", dir, amd ? "code.co" : "code.cubin");
+  snprintf(file, sizeof file, "%s/%s", dir.path,
+           amd ? "code.co" : "code.cubin");
   status = uq__os_write_file(file, obj, len);
   if (status != 0)
     goto cleanup;
@@ -590,8 +592,7 @@ finish:
     *info = local;
 cleanup:
   uq__buf_free(&head);
-  if (dir[0] != '\0')
-    uq__os_rmtree(dir);
+  uq__os_scratch_remove(&dir);
   uq__free(out);
   uq__free(err);
   return status;

@@ -24,7 +24,7 @@ typedef struct hk_kernel {
 #define HK_MAX 256 /* keys of one test program */
 static hk_kernel built[HK_MAX];
 static int nbuilt;
-static char workdir[PATH_MAX];
+static uq__os_scratch work = {"", -1};
 static char cxx[PATH_MAX];
 static int last_variant = -1;
 
@@ -115,14 +115,14 @@ static hk_kernel *build_text(const char *name, const char *text) {
     fprintf(stderr, "no host C++ compiler\n");
     return NULL;
   }
-  if (workdir[0] == '\0' && uq__os_mkdtemp(workdir, sizeof workdir) != 0) {
+  if (work.path[0] == '\0' && uq__os_scratch_make(&work) != 0) {
     fprintf(stderr, "no scratch directory: %s\n", uq_last_error());
     return NULL;
   }
   const char *root = getenv("UQ_SOURCE_ROOT");
   char cpp[PATH_MAX], so[PATH_MAX], inc[PATH_MAX + 2];
-  if (snprintf(cpp, sizeof cpp, "%s/k%d.cpp", workdir, nbuilt) >= PATH_MAX ||
-      snprintf(so, sizeof so, "%s/k%d.so", workdir, nbuilt) >= PATH_MAX ||
+  if (snprintf(cpp, sizeof cpp, "%s/k%d.cpp", work.path, nbuilt) >= PATH_MAX ||
+      snprintf(so, sizeof so, "%s/k%d.so", work.path, nbuilt) >= PATH_MAX ||
       snprintf(inc, sizeof inc, "-I%s", root != NULL ? root : ".") >=
           (int)sizeof inc) {
     fprintf(stderr, "%s: paths too long\n", name);
@@ -270,7 +270,5 @@ void hk_shutdown(void) {
   for (int i = 0; i < nbuilt; i++)
     dlclose(built[i].dl);
   nbuilt = 0;
-  if (workdir[0] != '\0')
-    uq__os_rmtree(workdir);
-  workdir[0] = '\0';
+  uq__os_scratch_remove(&work);
 }
