@@ -167,8 +167,9 @@ void cli_bench_args(const cli_bench_shape *b, int r, uq_decode_args *a) {
   a->query = b->query;
   a->kv_cache = b->cache;
   a->num_blocks = (int64_t)b->rotations * b->blocks_per_copy;
+  /* Rotation r's table: B x max_blocks_per_seq entries into copy r. */
   a->block_table = (const int32_t *)b->tables +
-                   (size_t)r * (size_t)b->blocks_per_copy;
+                   (size_t)r * (size_t)b->shape.batch * (size_t)b->shape.max_blocks_per_seq;
   a->seq_lens = b->seq_lens;
   a->out = b->out;
 }

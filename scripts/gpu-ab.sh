@@ -38,7 +38,8 @@ uq_runtime_libs
 orig=$(mktemp -d)
 cp -a templates/. "$orig"/
 restore() {
-  cp -a "$orig"/. templates/
+  cp -R "$orig"/. templates/
+  touch templates/*/*.hip
   rm -rf "$orig"
   ninja -C "$build" >/dev/null 2>&1
 }
@@ -52,8 +53,11 @@ for ((round = 1; round <= rounds; ++round)); do
     v=${v%/}
     name=${v##*/}
     [ "$(date +%s)" -lt "$deadline" ] || { echo "gpu-ab: out of time before $name"; break 2; }
-    cp -a "$orig"/. templates/
-    cp -a "$v"/. templates/
+    # Plain copies: the files get the time of the copy, so ninja rebuilds
+    # the library that embeds them (cp -a would keep older times).
+    cp -R "$orig"/. templates/
+    cp -R "$v"/. templates/
+    touch templates/*/*.hip
     # Only what the bench runs: the templates are embedded in the library
     # (unit tests of a variant's helpers may not build against it).
     if ! ninja -C "$build" cli/uqjit >"$OUT/ab-ninja-$name.log" 2>&1; then

@@ -17,6 +17,9 @@
 #             4:6), one step in a chain of 16 graph steps
 #   sweep     % of copy against context length for the plot
 #             (scripts/plot-bench.py), served fill, JSON under $OUT
+#   profile   scripts/gpu-profile.sh on UQ_PROF_ARGS (stall reasons, pipes,
+#             executed instructions per SASS line)
+#   peer      bench/peer_bench.py on UQ_PERF_SHAPES and the short grid
 # UQ_PERF_STEPS picks the steps (default "build check ab binding ncu").
 # Logs and JSON under $OUT. Carry .deps as for gpu-check.sh.
 set -u
@@ -119,4 +122,21 @@ if has sweep; then
     >"$OUT/sweep.json" 2>"$OUT/sweep.err"
   echo "sweep rc=$?"
 fi
+if has profile; then
+  say "profile"
+  UQ_GPU_BUILD=$build OUT=$OUT timeout 150 bash scripts/gpu-profile.sh 2>&1 | tail -30
+fi
+
+if has peer && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  for args in "${shape_args[@]}" "--batch 1,4,8 --seq 1k,2k,4k --heads 1:16,2:8,4:6"; do
+    say "peer_bench $args"
+    # shellcheck disable=SC2086
+    timeout "${UQ_PERF_PEER_S:-120}" python3 bench/peer_bench.py $args --json \
+      >"$OUT/peer-$(echo $args | tr -dc '0-9a-z' | cut -c1-40).json" 2>>"$OUT/peer.err"
+    echo "peer rc=$?"
+  done
+fi
+
+# The device tool brings back at most 8 files: everything in one archive.
 say "done"
+(cd "$OUT" && tar czf /tmp/gpu-perf.tgz . && find . -mindepth 1 -delete && mv /tmp/gpu-perf.tgz .)
