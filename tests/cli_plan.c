@@ -39,7 +39,7 @@ static void plan_json_reports_sixteen_partitions_one_tile_group(void **state) {
   assert_true(!strncmp(json_field(r.out, "reason"), "\"\"", 2));
   assert_true(!strncmp(json_field(r.out, "target"), "\"gfx950\"", 8));
   assert_true(!strncmp(json_field(r.out, "decode_grid"), "[4, 1, 16]", 10));
-  assert_true(!strncmp(json_field(r.out, "reduce_grid"), "[4, 8, 4]", 9));
+  assert_true(!strncmp(json_field(r.out, "reduce_grid"), "[4, 8, 1]", 9));
   assert_true(!strncmp(json_field(r.out, "scale"), "0.0625", 6));
   assert_non_null(strstr(
       r.out, "\"name\": \"uq_decode_gfx950_bf16_v1_d256_hk1_p16_mb64_s0."

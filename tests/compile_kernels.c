@@ -293,10 +293,15 @@ static void every_kernel_compiles_for_every_target(void **state) {
       print_error("%s: %d VGPRs + AGPRs, more than 128 or unknown\n", name, j->registers);
     }
     /* The warpgroup decode layer is sized for 128 registers (four blocks
-     * a multiprocessor) without spills: a spill costs local-memory traffic
-     * in the chunk loop and can serialize the wgmma pipeline. */
+     * a multiprocessor): a spill costs local-memory traffic in the chunk
+     * loop and can serialize the wgmma pipeline. Its bulk-copy path (one
+     * kv head, 272-byte slots) has no spill; the piecewise path, whose
+     * copy state stays live through the loop, may keep up to 32 bytes of
+     * scalars on the stack (about ten local accesses a 64-token chunk,
+     * against some 760 instructions: docs/BENCHMARKS.md). */
+    const int bulk = j->key.num_kv_heads == 1 && j->key.padded_slot == 272;
     if (j->key.kind == UQ_KERNEL_DECODE && j->key.variant == UQ_VARIANT_WARPGROUP &&
-        (j->scratch != 0 || j->registers > 128)) {
+        (j->scratch > (bulk ? 0 : 32) || j->registers > 128)) {
       failed++;
       print_error("%s spills or exceeds 128 registers: %d registers, %d bytes of stack\n",
                   name, j->registers, j->scratch);
