@@ -223,6 +223,12 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     else
       uq_sm90_cp_wait<0>();
   };
+  /* The V groups' limits (wgmma_sm90_maps.hip), read from chunk 0's top
+   * on: the barrier below publishes them. */
+  if (tid < 8) {
+    sm.vlim[tid] = UQ_WG_VLIM_MIN;
+    sm.vlim_was[0][tid] = UQ_WG_VLIM_MIN;
+  }
   /* Chunk 0's block numbers are in flight across the barrier and, on the
    * bulk path, the query's loads: the thread issuing the copy waits for
    * them there, after its warp's query loads have gone out. */
@@ -237,6 +243,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   } else {
     blk_next = block_of(0);
     copy_chunk(0, 1);
+    uq_barrier();
   }
 
   /* The query as the B operand of QK: E4M3 bytes, rows >= UQ_QG zero, the
@@ -348,10 +355,6 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   /* The true maxima of this thread's scores, kept in shared memory
    * (registers are at the budget); only this thread reads them. */
   sm.seen[tid] = make_float4(ninf, ninf, ninf, ninf);
-  if (tid < 8) { /* read after barrier A */
-    sm.vlim[tid] = UQ_WG_VLIM_MIN;
-    sm.vlim_was[0][tid] = UQ_WG_VLIM_MIN;
-  }
   float l_part[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* against m_run; this thread's tokens */
   float acc[4][8];
 #pragma unroll
