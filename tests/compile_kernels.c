@@ -294,14 +294,16 @@ static void every_kernel_compiles_for_every_target(void **state) {
     }
     /* The warpgroup decode layer is sized for 128 registers (four blocks
      * a multiprocessor): a spill costs local-memory traffic in the chunk
-     * loop and can serialize the wgmma pipeline. Its bulk-copy path (one
-     * kv head, 272-byte slots) has no spill; the piecewise path, whose
-     * copy state stays live through the loop, may keep up to 32 bytes of
-     * scalars on the stack (about ten local accesses a 64-token chunk,
-     * against some 760 instructions: docs/BENCHMARKS.md). */
+     * loop and can serialize the wgmma pipeline. What it keeps on the
+     * stack is bounded: 8 bytes on the bulk-copy path (one kv head,
+     * 272-byte slots: two loop invariants, reloaded once a 64-token chunk)
+     * and 48 on the piecewise path, whose copy state stays live through
+     * the loop. Those bytes bought the V-limit path that serves every
+     * scale byte (a spill-free arrangement measured 8% slower on the
+     * H200: docs/BENCHMARKS.md). */
     const int bulk = j->key.num_kv_heads == 1 && j->key.padded_slot == 272;
     if (j->key.kind == UQ_KERNEL_DECODE && j->key.variant == UQ_VARIANT_WARPGROUP &&
-        (j->scratch > (bulk ? 0 : 32) || j->registers > 128)) {
+        (j->scratch > (bulk ? 8 : 48) || j->registers > 128)) {
       failed++;
       print_error("%s spills or exceeds 128 registers: %d registers, %d bytes of stack\n",
                   name, j->registers, j->scratch);
