@@ -17,6 +17,9 @@
 #             4:6), one step in a chain of 16 graph steps
 #   sweep     % of copy against context length for the plot
 #             (scripts/plot-bench.py), served fill, JSON under $OUT
+#   suite     scripts/gpu-check.sh with the gpu suite (every layer)
+#   headline  uqjit bench --json on the headline shapes of docs/BENCHMARKS.md
+#             (B=4/16k/2:8 as a step in a chain of 16 graph steps)
 #   profile   scripts/gpu-profile.sh on UQ_PROF_ARGS (stall reasons, pipes,
 #             executed instructions per SASS line)
 #   peer      bench/peer_bench.py on UQ_PERF_SHAPES and the short grid
@@ -42,6 +45,25 @@ fi
 uq_runtime_libs
 [ -x "$B" ] || { echo "gpu-perf: $B was not built" >&2; exit 2; }
 command -v ncu >/dev/null || PATH=$PATH:/usr/local/cuda/bin
+
+if has suite; then
+  say "gpu suite, every layer"
+  UQ_GPU_BUILD=$build UQ_GPU_SUITES=gpu OUT=$OUT timeout "${UQ_PERF_SUITE_S:-240}" \
+    bash scripts/gpu-check.sh >"$OUT/suite.log" 2>&1
+  echo "gpu suite rc=$?"
+  grep -E "^(== variant|worst)|FAILED|non-finite|^Ok:|^Fail:|^Skipped:" "$OUT/suite.log" | head -30
+fi
+
+if has headline; then
+  say "headline shapes"
+  for args in "--batch 16 --seq 128k,32k --heads 1:16" "--batch 64 --seq 16k --heads 1:16" \
+    "--batch 64 --seq 4k --heads 4:6" "--batch 4 --seq 16k --heads 2:8 --graph --chain 16"; do
+    # shellcheck disable=SC2086
+    timeout 90 "$B" bench $args --iters 30 --warmup 5 --no-overhead --check-seqs 1 --json \
+      >"$OUT/headline-$(echo $args | tr -dc '0-9a-z' | cut -c1-30).json" 2>>"$OUT/headline.err"
+    echo "rc=$? $args"
+  done
+fi
 
 if has check; then
   say "gpu.decode, default layer"
