@@ -150,7 +150,8 @@ if has profile; then
 fi
 
 if has peer && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-  for args in "${shape_args[@]}" "--batch 1,4,8 --seq 1k,2k,4k --heads 1:16,2:8,4:6"; do
+  IFS=';' read -r -a peer_extra <<<"${UQ_PERF_PEER_EXTRA:-}"
+  for args in "${shape_args[@]}" "${peer_extra[@]}" "--batch 1,4,8 --seq 1k,2k,4k --heads 1:16,2:8,4:6"; do
     say "peer_bench $args"
     # shellcheck disable=SC2086
     timeout "${UQ_PERF_PEER_S:-120}" python3 bench/peer_bench.py $args --json \
