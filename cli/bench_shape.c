@@ -24,8 +24,11 @@ static uint64_t block_bytes(const uq_shape *s, const uq_plan *p) {
          (uint64_t)p->padded_slot;
 }
 
-uint64_t cli_bench_bytes(const uq_shape *s, const uq_plan *p, int rotations) {
+uint64_t cli_bench_bytes(const uq_shape *s, const uq_plan *p, int rotations,
+                         cli_bench_fill fill) {
   uint64_t blocks = (uint64_t)s->batch * (uint64_t)s->max_blocks_per_seq;
+  if (fill == CLI_FILL_SERVED)
+    blocks = (uint64_t)cli_bench_pool_blocks((int64_t)blocks);
   uint64_t io = 2ull * 2ull * (uint64_t)s->batch * s->num_q_heads *
                 s->head_dim;
   uint64_t tables = (uint64_t)rotations * blocks * 4u;
@@ -73,17 +76,18 @@ static int make_pool(cli_bench_shape *b, tk_rng *rng) {
 
 int cli_bench_setup(uq_context *ctx, cli_bench_shape *b, const uq_shape *s,
                    const uq_plan *plan, int32_t seq, int rotations,
-                   uint64_t seed) {
+                   uint64_t seed, cli_bench_fill fill) {
   memset(b, 0, sizeof *b);
   b->shape = *s;
   b->plan = *plan;
   b->seq = seq;
   b->rotations = rotations;
+  b->fill = fill;
   int64_t bsz = s->batch, mb = s->max_blocks_per_seq;
-  b->blocks_per_copy = bsz * mb;
+  b->blocks_per_copy = fill == CLI_FILL_SERVED ? cli_bench_pool_blocks(bsz * mb) : bsz * mb;
   tk_rng rng;
   tk_rng_seed(&rng, seed);
-  int rc = make_pool(b, &rng);
+  int rc = fill == CLI_FILL_POOL ? make_pool(b, &rng) : 0;
   size_t ntab = (size_t)(bsz * mb);
   size_t nq = (size_t)bsz * s->num_q_heads * s->head_dim;
   b->base_table = malloc(ntab * sizeof *b->base_table);
@@ -94,10 +98,21 @@ int cli_bench_setup(uq_context *ctx, cli_bench_shape *b, const uq_shape *s,
     rc = UQ_ENOMEM;
   if (rc != 0)
     goto done;
-  /* A shuffled table: sequences' blocks are scattered over the cache. */
-  for (size_t i = 0; i < ntab; i++)
-    b->base_table[i] = (int32_t)i;
-  tk_rng_shuffle_i32(&rng, b->base_table, ntab);
+  /* A shuffled table: sequences' blocks are scattered over the cache
+   * (served: over a larger pool, of which the batch uses a random part). */
+  {
+    size_t all = (size_t)b->blocks_per_copy;
+    int32_t *perm = malloc(all * sizeof *perm);
+    if (perm == NULL) {
+      rc = UQ_ENOMEM;
+      goto done;
+    }
+    for (size_t i = 0; i < all; i++)
+      perm[i] = (int32_t)i;
+    tk_rng_shuffle_i32(&rng, perm, all);
+    memcpy(b->base_table, perm, ntab * sizeof *perm);
+    free(perm);
+  }
   for (int r = 0; r < rotations; r++)
     for (size_t i = 0; i < ntab; i++)
       tables[(size_t)r * ntab + i] =
@@ -109,7 +124,9 @@ int cli_bench_setup(uq_context *ctx, cli_bench_shape *b, const uq_shape *s,
 
   uint64_t bb = block_bytes(s, plan);
   uint64_t total = (uint64_t)rotations * (uint64_t)b->blocks_per_copy * bb;
-  uint64_t pool_bytes = (uint64_t)b->pool_blocks * bb;
+  /* What the doubling copies below start from: the pool, or copy 0. */
+  uint64_t pool_bytes = (fill == CLI_FILL_POOL ? (uint64_t)b->pool_blocks
+                                               : (uint64_t)b->blocks_per_copy) * bb;
   if ((rc = uq_device_alloc(ctx, total, &b->cache)) != 0 ||
       (rc = uq_device_alloc(ctx, (size_t)rotations * ntab * 4,
                             &b->tables)) != 0 ||
@@ -118,7 +135,11 @@ int cli_bench_setup(uq_context *ctx, cli_bench_shape *b, const uq_shape *s,
       (rc = uq_device_alloc(ctx, nq * 2, &b->out)) != 0 ||
       (rc = uq_device_alloc(ctx, plan->workspace_bytes, &b->workspace)) != 0)
     goto done;
-  if ((rc = uq_memcpy_h2d(ctx, b->cache, b->pool, pool_bytes)) != 0)
+  if (fill == CLI_FILL_POOL)
+    rc = uq_memcpy_h2d(ctx, b->cache, b->pool, pool_bytes);
+  else
+    rc = cli_bench_fill_served(ctx, b, &rng);
+  if (rc != 0)
     goto done;
   /* Doubling copies: every prefix is a whole number of pools. */
   for (uint64_t have = pool_bytes; have < total;) {
@@ -146,8 +167,9 @@ void cli_bench_args(const cli_bench_shape *b, int r, uq_decode_args *a) {
   a->query = b->query;
   a->kv_cache = b->cache;
   a->num_blocks = (int64_t)b->rotations * b->blocks_per_copy;
+  /* Rotation r's table: B x max_blocks_per_seq entries into copy r. */
   a->block_table = (const int32_t *)b->tables +
-                   (size_t)r * (size_t)b->blocks_per_copy;
+                   (size_t)r * (size_t)b->shape.batch * (size_t)b->shape.max_blocks_per_seq;
   a->seq_lens = b->seq_lens;
   a->out = b->out;
 }
@@ -177,8 +199,18 @@ int cli_bench_check(uq_context *ctx, cli_bench_shape *b, int nseq,
   }
   if ((rc = uq_memcpy_d2h(ctx, out, b->out, n * 2)) != 0)
     goto done;
-  for (size_t i = 0; i < ntab; i++)
-    table[i] = (int32_t)(b->base_table[i] % b->pool_blocks);
+  /* The reference reads the host's copy of the checked sequences' blocks:
+   * the pool they repeat, or (served) the blocks themselves. */
+  uint8_t *gathered = NULL;
+  int64_t host_blocks = b->pool_blocks;
+  if (b->fill == CLI_FILL_POOL) {
+    for (size_t i = 0; i < ntab; i++)
+      table[i] = (int32_t)(b->base_table[i] % b->pool_blocks);
+  } else {
+    if ((rc = cli_bench_gather(ctx, b, nseq, &gathered, table)) != 0)
+      goto done;
+    host_blocks = (int64_t)ntab;
+  }
   for (int i = 0; i < nseq; i++)
     lens[i] = b->seq;
   uq_shape sub = *s;
@@ -186,11 +218,13 @@ int cli_bench_check(uq_context *ctx, cli_bench_shape *b, int nseq,
   uq_decode_args h;
   memset(&h, 0, sizeof h);
   h.query = b->host_query;
-  h.kv_cache = b->pool;
-  h.num_blocks = b->pool_blocks;
+  h.kv_cache = gathered != NULL ? gathered : b->pool;
+  h.num_blocks = host_blocks;
   h.block_table = table;
   h.seq_lens = lens;
-  if ((rc = uq_reference_decode_f64(&sub, &h, ref)) != 0)
+  rc = uq_reference_decode_f64(&sub, &h, ref);
+  free(gathered);
+  if (rc != 0)
     goto done;
   double max_abs = 0.0;
   *nonfinite = 0;

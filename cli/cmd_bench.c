@@ -77,6 +77,18 @@ static void bench_usage(FILE *out) {
           "                             warpgroup or gfx950-emu (default:\n"
           "                             UQJIT_VARIANT, else auto)\n"
           "  --seed N                   random seed (default 1)\n"
+          "  --fill served|pool         how the KV cache is written (default "
+          "served:\n"
+          "                             every token its own data, encoded by "
+          "uq_store\n"
+          "                             into blocks scattered over a larger "
+          "pool, K with\n"
+          "                             outlier channels, V rows scaled by 2^-3 "
+          "..\n"
+          "                             2^3, stale bytes elsewhere; pool: "
+          "copies of a\n"
+          "                             few host-encoded blocks of unit "
+          "normals)\n"
           "  --json                     one JSON object: device, copy_gbps, "
           "rows, overhead\n"
           "  -h, --help                 this help\n");
@@ -229,7 +241,7 @@ static int measure_overhead(uq_context *ctx, void *stream,
     return 0;
   }
   if (rc != 0 ||
-      (rc = cli_bench_setup(ctx, &b, &s, &plan, 4096, 1, o->seed)) != 0 ||
+      (rc = cli_bench_setup(ctx, &b, &s, &plan, 4096, 1, o->seed, o->fill)) != 0 ||
       (rc = cli_bench_check(ctx, &b, 0, NULL, NULL)) != 0)
     goto done;
   uq_decode_args a;
@@ -309,6 +321,7 @@ static int parse_bench(bench_args *a, int argc, char **argv) {
   float max_mem_gb = 16.0f;
   int graph = -1;
   int64_t seed = 1;
+  cli_bench_fill fill = CLI_FILL_SERVED;
   const cli_flag flags[] = {
       {"--graph", &graph, 1},
       {"--no-graph", &graph, 0},
@@ -357,6 +370,15 @@ static int parse_bench(bench_args *a, int argc, char **argv) {
     } else if (OPT("--seed")) {
       if (r < 0 || cli_parse_i64(CMD, "--seed", v, 0, INT64_MAX, &seed) != 0)
         return CLI_EXIT_USAGE;
+    } else if (OPT("--fill")) {
+      if (r < 0)
+        return CLI_EXIT_USAGE;
+      if (strcmp(v, "served") == 0)
+        fill = CLI_FILL_SERVED;
+      else if (strcmp(v, "pool") == 0)
+        fill = CLI_FILL_POOL;
+      else
+        return cli_usage_error(CMD, "--fill: '%s' is not served or pool", v), CLI_EXIT_USAGE;
     } else if (OPT("--cache-dir")) {
       if (r < 0)
         return CLI_EXIT_USAGE;
@@ -381,6 +403,7 @@ static int parse_bench(bench_args *a, int argc, char **argv) {
       .check_seqs = check,
       .seed = (uint64_t)seed,
       .variant = a->variant,
+      .fill = fill,
   };
   a->o = o;
   return CLI_NEXT;
@@ -433,6 +456,9 @@ static int bench_open(bench_run *br) {
     printf("device:   %s (%s)\n", br->dev_name, br->target);
     printf("copy:     %.1f GB/s device-to-device (read + write of %.2f GiB)\n",
            br->copy_gbps, (double)br->copy_bytes / (double)(1ull << 30));
+    printf("fill:     %s\n", br->a->o.fill == CLI_FILL_SERVED
+                                  ? "served (own data per token through uq_store, scattered blocks)"
+                                  : "pool (copies of a few unit-normal blocks)");
     fflush(stdout);
   }
   return CLI_NEXT;
@@ -453,7 +479,7 @@ static void plan_row(bench_run *br, row *w, size_t *nkeys) {
   }
   w->partitions = plan.num_partitions;
   w->fuse_qrot = plan.fuse_qrot;
-  uint64_t one = cli_bench_bytes(&s, &plan, 1);
+  uint64_t one = cli_bench_bytes(&s, &plan, 1, br->a->o.fill);
   if (one > br->a->o.max_mem) {
     w->r.skipped = 1;
     snprintf(w->r.note, sizeof w->r.note, "needs %.1f GiB > --max-mem-gb",
@@ -506,8 +532,8 @@ static int plan_rows(bench_run *br) {
 static int size_row(const bench_args *a, row *w, const uq_shape *s,
                     const uq_plan *plan) {
   const cli_bench_opts *o = &a->o;
-  uint64_t per_copy = cli_bench_bytes(s, plan, 2) - cli_bench_bytes(s, plan, 1);
-  uint64_t fixed = cli_bench_bytes(s, plan, 1) - per_copy;
+  uint64_t per_copy = cli_bench_bytes(s, plan, 2, o->fill) - cli_bench_bytes(s, plan, 1, o->fill);
+  uint64_t fixed = cli_bench_bytes(s, plan, 1, o->fill) - per_copy;
   uint64_t kv_copy = (uint64_t)w->batch * s->max_blocks_per_seq *
                      a->block_size * w->hk * plan->padded_slot;
   uint64_t want = kv_copy ? (o->rotate_bytes + kv_copy - 1) / kv_copy : 1;
@@ -535,7 +561,7 @@ static int size_row(const bench_args *a, row *w, const uq_shape *s,
   w->r.ws_bytes = 2ull * (partial * 256 * 2 + partial * 8);
   if (!plan->fuse_qrot)
     w->r.ws_bytes += 2ull * w->batch * s->num_q_heads * 256 * 4;
-  w->r.device_bytes = cli_bench_bytes(s, plan, w->rotations);
+  w->r.device_bytes = cli_bench_bytes(s, plan, w->rotations, o->fill);
   return use_graph;
 }
 
@@ -552,8 +578,8 @@ static int run_row(bench_run *br, row *w) {
   cli_bench_shape b;
   double rel = -1;
   size_t bad = 0;
-  int rc = cli_bench_setup(br->ctx, &b, &s, &plan, w->seq, w->rotations,
-                           o->seed);
+  int rc = cli_bench_setup(br->ctx, &b, &s, &plan, w->seq, w->rotations, o->seed,
+                           o->fill);
   if (rc == 0)
     rc = cli_bench_check(br->ctx, &b, o->check_seqs, &rel, &bad);
   if (rc == 0) {
@@ -657,8 +683,9 @@ static void print_json(const bench_run *br, const overhead *ov) {
   printf(", \"target\": ");
   cli_json_string(stdout, br->target);
   printf(", \"copy_gbps\": %.2f, \"copy_bytes\": %llu, \"iters\": %d, "
-         "\"rows\": [",
-         br->copy_gbps, (unsigned long long)br->copy_bytes, br->a->o.iters);
+         "\"fill\": \"%s\", \"rows\": [",
+         br->copy_gbps, (unsigned long long)br->copy_bytes, br->a->o.iters,
+         br->a->o.fill == CLI_FILL_SERVED ? "served" : "pool");
   for (size_t k = 0; k < br->nrows; k++)
     print_row_json(br, &br->rows[k], k == 0);
   printf("\n]");

@@ -2,13 +2,14 @@
 # A/B of kernel template variants in one device call. Each directory under
 # $UQ_AB_DIR (default ab/, untracked, so it travels with the working tree
 # and never lands) holds replacement files for templates/ (same sub-
-# folders); for each, in
+# folders) or, under a lib/ folder of its own, for the library's sources
+# (plan rules, say); for each, in
 # name order and for UQ_AB_ROUNDS rounds (default 1; rounds interleave the
 # variants, so that drift of the GPU's clock spreads over all of them):
-# copy its files over templates/, rebuild uqjit, and run uqjit bench on
-# the A/B shapes with every result checked against the double reference
-# (--check-seqs 1) and a cache directory of its own. templates/ is
-# restored at the end. A variant that does not build is reported and
+# copy its files over templates/ (and lib/), rebuild uqjit, and run uqjit
+# bench on the A/B shapes with every result checked against the double
+# reference (--check-seqs 1) and a cache directory of its own. templates/
+# and lib/ are restored at the end. A variant that does not build is reported and
 # skipped; a failed bench or reference check is reported with its log's
 # tail. Then, per variant and shape, the median of its rounds.
 #
@@ -36,9 +37,18 @@ if [ ! -x "$B" ]; then
 fi
 uq_runtime_libs
 orig=$(mktemp -d)
-cp -a templates/. "$orig"/
+mkdir -p "$orig/templates" "$orig/lib"
+cp -a templates/. "$orig/templates"/
+cp -a lib/. "$orig/lib"/
+# Plain copies: the files get the time of the copy, so ninja rebuilds what
+# depends on them (cp -a would keep older times).
+put_back() {
+  cp -R "$orig/templates"/. templates/
+  cp -R "$orig/lib"/. lib/
+  touch templates/*/*.hip lib/*/*.c
+}
 restore() {
-  cp -a "$orig"/. templates/
+  put_back
   rm -rf "$orig"
   ninja -C "$build" >/dev/null 2>&1
 }
@@ -52,9 +62,14 @@ for ((round = 1; round <= rounds; ++round)); do
     v=${v%/}
     name=${v##*/}
     [ "$(date +%s)" -lt "$deadline" ] || { echo "gpu-ab: out of time before $name"; break 2; }
-    cp -a "$orig"/. templates/
-    cp -a "$v"/. templates/
-    if ! ninja -C "$build" >"$OUT/ab-ninja-$name.log" 2>&1; then
+    put_back
+    if [ -d "$v/lib" ]; then
+      cp -R "$v/lib"/. lib/
+    fi
+    find "$v" -mindepth 1 -maxdepth 1 -type d ! -name lib -exec cp -R {} templates/ \;
+    # Only what the bench runs: the templates are embedded in the library
+    # (unit tests of a variant's helpers may not build against it).
+    if ! ninja -C "$build" cli/uqjit >"$OUT/ab-ninja-$name.log" 2>&1; then
       echo "gpu-ab: $name does not build"; tail -5 "$OUT/ab-ninja-$name.log"; continue
     fi
     for args in "${shape_args[@]}"; do

@@ -39,7 +39,7 @@ static void plan_json_reports_sixteen_partitions_one_tile_group(void **state) {
   assert_true(!strncmp(json_field(r.out, "reason"), "\"\"", 2));
   assert_true(!strncmp(json_field(r.out, "target"), "\"gfx950\"", 8));
   assert_true(!strncmp(json_field(r.out, "decode_grid"), "[4, 1, 16]", 10));
-  assert_true(!strncmp(json_field(r.out, "reduce_grid"), "[4, 8, 4]", 9));
+  assert_true(!strncmp(json_field(r.out, "reduce_grid"), "[4, 8, 1]", 9));
   assert_true(!strncmp(json_field(r.out, "scale"), "0.0625", 6));
   assert_non_null(strstr(
       r.out, "\"name\": \"uq_decode_gfx950_bf16_v1_d256_hk1_p16_mb64_s0."
@@ -202,7 +202,7 @@ static void plan_variant_names_the_layer(void **state) {
   assert_int_equal(r.code, 0);
   assert_int_equal(json_bool(r.out, "eligible"), 1);
   assert_int_equal(json_int(r.out, "query_group_size"), 5);
-  assert_true(!strncmp(json_field(r.out, "reduce_grid"), "[4, 20, 2]", 10));
+  assert_true(!strncmp(json_field(r.out, "reduce_grid"), "[4, 20, 1]", 10));
   assert_non_null(strstr(json_field(r.out, "kernels"),
                          "uq_decode_sm_90a_bf16_v0_d128_hk4_"));
   result_free(&r);

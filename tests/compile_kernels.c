@@ -293,10 +293,17 @@ static void every_kernel_compiles_for_every_target(void **state) {
       print_error("%s: %d VGPRs + AGPRs, more than 128 or unknown\n", name, j->registers);
     }
     /* The warpgroup decode layer is sized for 128 registers (four blocks
-     * a multiprocessor) without spills: a spill costs local-memory traffic
-     * in the chunk loop and can serialize the wgmma pipeline. */
+     * a multiprocessor): a spill costs local-memory traffic in the chunk
+     * loop and can serialize the wgmma pipeline. What it keeps on the
+     * stack is bounded: 8 bytes on the bulk-copy path (one kv head,
+     * 272-byte slots: two loop invariants, reloaded once a 64-token chunk)
+     * and 48 on the piecewise path, whose copy state stays live through
+     * the loop. Those bytes bought the V-limit path that serves every
+     * scale byte (a spill-free arrangement measured 8% slower on the
+     * H200: docs/BENCHMARKS.md). */
+    const int bulk = j->key.num_kv_heads == 1 && j->key.padded_slot == 272;
     if (j->key.kind == UQ_KERNEL_DECODE && j->key.variant == UQ_VARIANT_WARPGROUP &&
-        (j->scratch != 0 || j->registers > 128)) {
+        (j->scratch > (bulk ? 8 : 48) || j->registers > 128)) {
       failed++;
       print_error("%s spills or exceeds 128 registers: %d registers, %d bytes of stack\n",
                   name, j->registers, j->scratch);

@@ -212,6 +212,30 @@ static void decode_follows_rising_scores(void **st) {
   }
 }
 
+/* V rows of every magnitude (2^-20 .. 2^40 times normals, the largest
+ * rising along the sequence): V scale bytes far over 127, which the
+ * warpgroup layer's per-group limits follow chunk after chunk, and far
+ * under, whose contributions must survive next to the large ones. One
+ * and two kv heads, every query path. */
+static void decode_follows_v_of_every_magnitude(void **st) {
+  (void)st;
+  const int32_t lens[] = {long_len, 4097, 300, 64};
+  for (int i = 0; i < 3; i++) {
+    decode_case c;
+    memset(&c, 0, sizeof c);
+    c.hk = 1 + i % 2;
+    c.qg = 16 / c.hk;
+    c.block_size = i == 2 ? 16 : 64;
+    c.batch = 4;
+    c.seq_lens = lens;
+    c.dtype = UQ_DTYPE_BF16;
+    c.layout = (q_layout)i;
+    c.v_spread = 40;
+    c.seed = 808 + (uint64_t)i;
+    assert_true(run_case(&c) < 1e-2);
+  }
+}
+
 /* Output of case c bitwise equal with and without stale bytes: slots past
  * seq_len, unused blocks (scale bytes up to 255, random codes) and
  * garbage block-table entries past the used blocks. */
@@ -338,6 +362,7 @@ int decode_matrix_main(const decode_backend *backend,
       cmocka_unit_test(decode_fused_and_prologue_paths_match_reference),
       cmocka_unit_test(decode_ignores_stale_slots_and_table_tail),
       cmocka_unit_test(decode_follows_rising_scores),
+      cmocka_unit_test(decode_follows_v_of_every_magnitude),
       cmocka_unit_test(decode_reads_padded_slots),
       cmocka_unit_test(decode_matches_reference_across_gqa_and_block_sizes),
       cmocka_unit_test(decode_serves_other_head_dims_and_query_groups),

@@ -131,6 +131,7 @@ int problem_build(const decode_case *c, decode_problem *p) {
   o.spare_blocks = 3;
   o.garbage = c->garbage;
   o.k_ramp = c->k_ramp;
+  o.v_spread = c->v_spread;
   CHECK_RC(tk_problem_make(&p->host, &shape, c->seq_lens, &o));
   CHECK_RC(tk_problem_store(&p->host));
   p->shape = p->host.shape;

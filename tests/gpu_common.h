@@ -41,6 +41,7 @@ typedef struct decode_case {
   q_layout layout;
   int garbage;             /* poison stale slots, unused blocks, table tail */
   int padded_slot;         /* bytes per slot in the cache; 0 = the slot size */
+  int v_spread;            /* tk_problem_opts.v_spread */
   double k_ramp;           /* token t's K times 1 + k_ramp t / seq_len: rising
                             * scores, so maxima keep growing along the
                             * sequence (0: plain randn) */

@@ -151,7 +151,7 @@ static void policy_matches_hand_worked_partitions(void **state) {
     assert_int_equal(plan.decode_grid[2], r->p);
     assert_int_equal(plan.reduce_grid[0], r->b);
     assert_int_equal(plan.reduce_grid[1], r->hq);
-    assert_int_equal(plan.reduce_grid[2], 4);
+    assert_int_equal(plan.reduce_grid[2], 1);
     assert_int_equal(plan.kernels[0].num_partitions, r->p);
     assert_int_equal(plan.kernels[0].tile_groups_per_partition, r->tgpp);
     assert_int_equal(plan.kernels[1].num_partitions, r->p);
@@ -727,7 +727,7 @@ static void policy_layers_share_the_launch_contract(void **state) {
 }
 
 /* The warpgroup layer gives a partition 64 tokens at least where vLLM
- * gives 192, and halves the partitions while B x Hk x P stays at 1024
+ * gives 192, and halves the partitions while B x Hk x P stays at 512
  * blocks or more (hand-worked rows: vLLM's P / TGPP as in the rows above,
  * then the layer's); the matrix layer on the same target keeps vLLM's. */
 static void warpgroup_layer_halves_partitions_of_full_grids(void **state) {
@@ -736,14 +736,14 @@ static void warpgroup_layer_halves_partitions_of_full_grids(void **state) {
     int b, hq, hk, bs, mb;
     int vllm_p, p, tgpp;
   } cases[] = {
-      /* W=131072 req=512 B=16: vLLM P=256 TGPP=2; 16*128 and 16*64 keep
-       * two halvings, 16*32 is below: P=64 TGPP=8 */
-      {16, 16, 1, 64, 2048, 256, 64, 8},
+      /* W=131072 req=512 B=16: vLLM P=256 TGPP=2; 16*128, 16*64 and 16*32
+       * keep halving, 16*16 is below: P=32 TGPP=16 */
+      {16, 16, 1, 64, 2048, 256, 32, 16},
       /* W=16384 req=64 B=64: vLLM a=max(32,64)=64 P=64 TGPP=1; 64*32,
-       * 64*16 keep halving: P=16 TGPP=4 */
-      {64, 16, 1, 64, 256, 64, 16, 4},
-      /* Hk=4: 256 kv heads, down to 256*4=1024: P=4 TGPP=16 */
-      {64, 24, 4, 64, 256, 64, 4, 16},
+       * 64*16, 64*8 keep halving: P=8 TGPP=8 */
+      {64, 16, 1, 64, 256, 64, 8, 8},
+      /* Hk=4: 256 kv heads, down to 256*2=512: P=2 (the floor) TGPP=32 */
+      {64, 24, 4, 64, 256, 64, 2, 32},
       /* W=2048 req=8 B=4: vLLM a=min(32, ceil(2048/192)=11) P=16; the
        * layer's 64-token minimum: a=min(32, 32) P=32 TGPP=1; 4*32 blocks
        * are far below the full grid */
@@ -752,9 +752,9 @@ static void warpgroup_layer_halves_partitions_of_full_grids(void **state) {
       {1, 16, 1, 64, 16, 8, 16, 1},
       /* W=64 req=1: vLLM a=min(32, 1) P=2; layer min(32, 1) P=2 */
       {2, 8, 1, 16, 4, 2, 2, 1},
-      /* W=131072 B=8 cap 512: P=512 TGPP=1; down to 8*128=1024: P=128
-       * TGPP=4 */
-      {8, 16, 1, 256, 512, 512, 128, 4},
+      /* W=131072 B=8 cap 512: P=512 TGPP=1; down to 8*64=512: P=64
+       * TGPP=8 */
+      {8, 16, 1, 256, 512, 512, 64, 8},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     uq_shape s = make_shape(cases[i].b, cases[i].hq, cases[i].hk, cases[i].bs, cases[i].mb, 0);

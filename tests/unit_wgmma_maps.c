@@ -179,19 +179,32 @@ static uq_u32 bf16_mul_exact(uq_u32 a, uq_u32 b) {
   return bits >> 16;
 }
 
-/* The kernel's V scale fold: the pairs of uq_wg_vscale_lo2 / _hi2 (token
- * a low, token b high) times the halves of uq_wg_fp4x8x2_bf16s give each
- * token's codes times its own group scale 2^(byte - 127). Byte 0 (the
- * zero-group sentinel) only ever comes with all-zero codes (FORMAT.md 2,
- * 3), so it is checked with codes 0 and 8 only: zero either way. */
+/* The kernel's V scale fold: the factor pairs of uq_wg_vscale_lo2 (token
+ * a low, token b high) under a group limit L times the halves of
+ * uq_wg_fp4x8x2_bf16s give each token's codes times its own group scale
+ * 2^(byte - 127), divided by 2^(L - 128): exactly for every byte down to
+ * 120 below the limit (lower ones may round in bf16's subnormal range, by
+ * less than 2^-133), every factor finite. Byte 0 (the zero-group
+ * sentinel) only ever comes with all-zero codes (FORMAT.md 2, 3), so it
+ * is checked with codes 0 and 8 only: zero either way. */
+static uq_u32 bf16_mul(uq_u32 a, uq_u32 b) {
+  float f = (float)(bf16_value(a) * bf16_value(b)); /* exact in fp32 here */
+  uq_u32 bits;
+  memcpy(&bits, &f, sizeof bits);
+  /* round to nearest even, as mul.rn.bf16x2 */
+  return (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+}
 static void v_scale_pairs_scale_each_token_by_its_own_byte(void **st) {
   (void)st;
-  for (int rep = 0; rep < 4000; rep++) {
+  for (int rep = 0; rep < 8000; rep++) {
+    uq_u32 lim = UQ_WG_VLIM_MIN + rnd() % (UQ_WG_VLIM_MAX - UQ_WG_VLIM_MIN + 1u);
+    if (rep < 2)
+      lim = rep ? UQ_WG_VLIM_MAX : UQ_WG_VLIM_MIN;
     uq_u32 x = rnd32(), y = rnd32();
-    uq_u32 ba = rnd() % 253u, bb = rnd() % 253u;
-    if (rep < 253) {
-      ba = (uq_u32)rep;
-      bb = 252u - (uq_u32)rep;
+    uq_u32 ba = rnd() % (lim + 1u), bb = rnd() % (lim + 1u);
+    if (rep % 3 == 0) { /* bytes near the limit, where served data lives */
+      ba = lim - rnd() % 24u;
+      bb = lim - rnd() % 24u;
     }
     if (ba == 0)
       x &= 0x88888888u;
@@ -199,19 +212,95 @@ static void v_scale_pairs_scale_each_token_by_its_own_byte(void **st) {
       y &= 0x88888888u;
     uq_u32 r[8];
     uq_wg_fp4x8x2_bf16s(x, y, r);
-    uq_u32 lo = uq_wg_vscale_lo2(ba, bb), hi = uq_wg_vscale_hi2(ba, bb);
+    uq_u32 lo = uq_wg_vscale_lo2(ba, bb, lim);
     for (int n = 0; n < 8; n++)
       for (int half = 0; half < 2; half++) {
         uq_u32 s = 16u * (uq_u32)half;
-        /* Each factor finite, and each product exact (checked). */
-        assert_false(isnan(bf16_value((lo >> s) & 0xffffu)));
-        assert_false(isnan(bf16_value((hi >> s) & 0xffffu)));
-        uq_u32 v = bf16_mul_exact(bf16_mul_exact((r[n] >> s) & 0xffffu, (lo >> s) & 0xffffu),
-                                  (hi >> s) & 0xffffu);
+        uq_u32 f = (lo >> s) & 0xffffu;
+        assert_true(isfinite(bf16_value(f)));
         uq_u32 byte = half ? bb : ba;
-        double scale = byte ? ldexp(1.0, (int)byte - 127) : 0.0;
-        assert_true(bf16_value(v) == fp4_value[nib(half ? y : x, n)] * scale);
+        uq_u32 v = byte + 120u >= lim ? bf16_mul_exact((r[n] >> s) & 0xffffu, f)
+                                     : bf16_mul((r[n] >> s) & 0xffffu, f);
+        double scale = byte ? ldexp(1.0, (int)byte - 127 - ((int)lim - 128)) : 0.0;
+        double want = fp4_value[nib(half ? y : x, n)] * scale;
+        if (byte + 120u >= lim)
+          assert_true(bf16_value(v) == want);
+        else
+          assert_true(fabs(bf16_value(v) - want) <= ldexp(1.0, -133));
       }
+  }
+}
+
+/* A group's limit only rises, to the largest byte seen (never past 254);
+ * the accumulators' rescale is 2^(old - new) and the output's unscale
+ * 2^(L - 128), as fp32 bits; the two-at-once constants are the limit and
+ * the exponent offset in both halves. */
+static void v_limit_raise_rescale_and_unscale(void **st) {
+  (void)st;
+  for (uq_u32 old = UQ_WG_VLIM_MIN; old <= UQ_WG_VLIM_MAX; old++)
+    for (uq_u32 a = 0; a < 256u; a += 3u) {
+      uq_u32 b = (a * 37u + old) & 255u;
+      uq_u32 m = a > b ? a : b;
+      uq_u32 want = m > UQ_WG_VLIM_MAX ? UQ_WG_VLIM_MAX : m;
+      if (want < old)
+        want = old;
+      uq_u32 lim = uq_wg_vlim_raise(old, a, b);
+      assert_int_equal(lim, want);
+      uq_u32 bits = uq_wg_vlim_rescale_bits(old, lim);
+      float f;
+      memcpy(&f, &bits, sizeof f);
+      assert_true((double)f == ldexp(1.0, (int)old - (int)lim));
+    }
+  for (uq_u32 lim = UQ_WG_VLIM_MIN; lim <= UQ_WG_VLIM_MAX; lim++) {
+    uq_u32 bits = uq_wg_vlim_unscale_bits(lim);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    assert_true((double)f == ldexp(1.0, (int)lim - 128));
+    assert_int_equal(uq_wg_vlim_x2(lim), lim | lim << 16);
+    assert_int_equal(uq_wg_vlim_offset_x2(lim), uq_wg_vscale_lo2(0, 0, lim));
+  }
+}
+
+/* A group's output across chunks, folded as the kernel folds it: each
+ * chunk's products under the limit of that chunk (raised first when a
+ * byte passes it, the accumulator rescaled), times 2^(L - 128) at the
+ * end, equals the sum of P times the dequantized values, whatever the
+ * order in which large bytes arrive. */
+static void v_limit_fold_over_chunks_gives_the_scaled_sum(void **st) {
+  (void)st;
+  for (int trial = 0; trial < 200; trial++) {
+    uq_u32 lim = UQ_WG_VLIM_MIN;
+    double acc = 0.0, want = 0.0;
+    for (int chunk = 0; chunk < 16; chunk++) {
+      uq_u32 bytes[64], codes[64];
+      uq_u32 top = UQ_WG_VLIM_MIN;
+      for (int t = 0; t < 64; t++) {
+        /* served-like bytes around 127, with rare large ones */
+        bytes[t] = 110u + rnd() % 24u + (rnd() % 97u == 0 ? rnd() % 100u : 0u);
+        codes[t] = rnd() & 15u;
+        top = uq_wg_vlim_raise(top, bytes[t], bytes[t]);
+      }
+      if (top > lim) {
+        uq_u32 bits = uq_wg_vlim_rescale_bits(lim, top);
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        acc *= f;
+        lim = top;
+      }
+      for (int t = 0; t < 64; t++) {
+        double p = ldexp(1.0 + (rnd() % 128u) / 128.0, -(int)(rnd() % 8u));
+        uq_u32 r[8];
+        uq_wg_fp4x8x2_bf16s(codes[t], codes[t], r);
+        uq_u32 v = bf16_mul_exact(r[0] & 0xffffu, uq_wg_vscale_lo1(bytes[t], lim));
+        acc += p * bf16_value(v);
+        want += p * fp4_value[codes[t]] * ldexp(1.0, (int)bytes[t] - 127);
+      }
+    }
+    uq_u32 bits = uq_wg_vlim_unscale_bits(lim);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    double got = acc * f;
+    assert_true(fabs(got - want) <= 1e-12 * fabs(want) + 1e-300);
   }
 }
 
@@ -723,27 +812,31 @@ static void k_scale_table_is_filled_by_the_warp_that_reads_it(void **st) {
 }
 
 /* The factor table's two-at-once form equals the per-byte one for every
- * pair of bytes, and flags exactly the pairs with a byte over 128 (the
- * kernel's second-factor path). */
+ * pair of bytes under every limit, and flags exactly the pairs with a
+ * byte over the limit (the kernel's limit-raising path). */
 static void v_scale_lo_x2_matches_the_per_byte_lo(void **st) {
   (void)st;
-  for (uq_u32 a = 0; a < 256u; a++)
-    for (uq_u32 b = 0; b < 256u; b++) {
-      bool big;
-      uq_u32 lo = uq_wg_vscale_lo_x2(a | b << 16, &big);
-      if (lo != uq_wg_vscale_lo2(a, b) || big != (a > 128u || b > 128u))
-        fail_msg("bytes %u %u: lo %08x (want %08x), big %d", a, b, lo, uq_wg_vscale_lo2(a, b),
-                 (int)big);
-    }
+  static const uq_u32 lims[] = {128u, 129u, 131u, 160u, 200u, 253u, 254u};
+  for (size_t li = 0; li < sizeof lims / sizeof lims[0]; li++) {
+    uq_u32 lim = lims[li];
+    for (uq_u32 a = 0; a < 256u; a++)
+      for (uq_u32 b = 0; b < 256u; b++) {
+        bool over;
+        uq_u32 lo = uq_wg_vscale_lo_x2(a | b << 16, uq_wg_vlim_x2(lim), uq_wg_vlim_offset_x2(lim), &over);
+        if (lo != uq_wg_vscale_lo2(a, b, lim) || over != (a > lim || b > lim))
+          fail_msg("limit %u bytes %u %u: lo %08x (want %08x), over %d", lim, a, b, lo,
+                   uq_wg_vscale_lo2(a, b, lim), (int)over);
+      }
+  }
 }
 
 /* The kernel's V factor table: thread tid reads the two tokens
  * uq_wg_vfac_token(tid, 0 / 1) of its K index pair uq_wg_vfac_k(tid) and
  * writes the words of groups uq_wg_vfac_group(tid) and + 1, each
- * uq_wg_vscale_lo_x2 of the two tokens' bytes; PV reads the words of K
- * indices 2 tig (+ 1) and 2 tig + 8 (+ 9) of step ks in its V word's
- * group. Every (group, K index) is written once, every read gives
- * uq_wg_vscale_lo2 of the two tokens' bytes (as the per-step code did),
+ * uq_wg_vscale_lo_x2 of the two tokens' bytes under the group's limit;
+ * PV reads the words of K indices 2 tig (+ 1) and 2 tig + 8 (+ 9) of step
+ * ks in its V word's group. Every (group, K index) is written once, every
+ * read gives uq_wg_vscale_lo2 of the two tokens' bytes,
  * and the reads are free of bank conflicts. */
 static void v_factor_table_gives_each_k_pair_its_two_tokens_lo(void **st) {
   (void)st;
@@ -753,6 +846,9 @@ static void v_factor_table_gives_each_k_pair_its_two_tokens_lo(void **st) {
   static int written[TABLE];
   uq_u8 bytes[64][8];
   for (int trial = 0; trial < 4; trial++) {
+    uq_u32 lims[8];
+    for (int g = 0; g < 8; g++)
+      lims[g] = UQ_WG_VLIM_MIN + rnd() % (UQ_WG_VLIM_MAX - UQ_WG_VLIM_MIN + 1u);
     for (int t = 0; t < 64; t++)
       for (int g = 0; g < 8; g++)
         bytes[t][g] = (uq_u8)rnd();
@@ -774,8 +870,9 @@ static void v_factor_table_gives_each_k_pair_its_two_tokens_lo(void **st) {
         int off = uq_wg_vfac_offset(g, uq_wg_vfac_k(tid));
         assert_in_range(off, 0, (int)sizeof table - 4);
         assert_int_equal(off % 4, 0);
-        bool big;
-        uq_u32 lo = uq_wg_vscale_lo_x2(uq_wg_vfac_pair(x0, x1, j), &big);
+        bool over;
+        uq_u32 lo = uq_wg_vscale_lo_x2(uq_wg_vfac_pair(x0, x1, j), uq_wg_vlim_x2(lims[g]),
+                                       uq_wg_vlim_offset_x2(lims[g]), &over);
         for (int b = 0; b < 4; b++) {
           table[off + b] = (uq_u8)(lo >> (8 * b));
           written[off + b]++;
@@ -795,7 +892,7 @@ static void v_factor_table_gives_each_k_pair_its_two_tokens_lo(void **st) {
             assert_int_equal(off[lane] % 4, 0);
             uq_u32 word = load32(table + off[lane]);
             uq_u32 want = uq_wg_vscale_lo2(bytes[uq_wg_pv_token(ks, k - 16 * ks)][g],
-                                           bytes[uq_wg_pv_token(ks, k + 1 - 16 * ks)][g]);
+                                           bytes[uq_wg_pv_token(ks, k + 1 - 16 * ks)][g], lims[g]);
             if (word != want)
               fail_msg("step %d warp %d lane %d: table word %08x, want %08x", ks, w, lane, word,
                        want);
@@ -848,6 +945,8 @@ int main(void) {
       cmocka_unit_test(fp4x8_to_e4m3_is_value_times_2_pow_minus_6_even_odd_split),
       cmocka_unit_test(fp4x8x2_to_bf16_pairs_code_n_of_x_low_of_y_high_times_2_pow_minus_126),
       cmocka_unit_test(v_scale_pairs_scale_each_token_by_its_own_byte),
+      cmocka_unit_test(v_limit_raise_rescale_and_unscale),
+      cmocka_unit_test(v_limit_fold_over_chunks_gives_the_scaled_sum),
       cmocka_unit_test(kscale_bits_give_byte_j_as_fp32_power_of_two),
       cmocka_unit_test(qk_wgmma_per_group_gives_q_dot_k_over_the_groups_dims_times_2_pow_minus_6),
       cmocka_unit_test(pv_wgmma_per_tile_and_step_gives_p_times_v_of_the_o_dim_times_2_pow_minus_126),

@@ -16,7 +16,7 @@ static int always(const uq__target_info *info) {
  * Against four waves (2048) this was faster on every shape measured on
  * the H200 (docs/BENCHMARKS.md); one wave (512) lost on long sequences
  * with many kv heads. */
-#define WARPGROUP_FULL_GRID 1024
+#define WARPGROUP_FULL_GRID 512
 
 /* The sm_90a warpgroup layer's partitions: vLLM's, halved while the grid
  * (B x Hk x P blocks) stays at WARPGROUP_FULL_GRID or more. Each block

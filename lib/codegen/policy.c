@@ -280,7 +280,7 @@ static void set_grids(const plan_in *in, plan_split s, uq_plan *plan) {
   plan->decode_grid[2] = (uint32_t)s.parts;
   plan->reduce_grid[0] = (uint32_t)in->batch;
   plan->reduce_grid[1] = (uint32_t)in->hq;
-  plan->reduce_grid[2] = (uint32_t)(in->d / 64);
+  plan->reduce_grid[2] = 1; /* a block per output row (reduce.hip) */
   if (!in->fuse) {
     plan->prologue_grid[0] = (uint32_t)in->batch;
     plan->prologue_grid[1] = (uint32_t)in->hq;

@@ -32,13 +32,19 @@
  *    steps), V dequantized to bf16 with the scale folded in, straight into
  *    the A registers (no shared-memory round trip), one step converted
  *    while the previous one runs. The scale factors are computed once per
- *    chunk into a small table (a thread: two tokens, two groups).
+ *    chunk into a small table (a thread: two tokens, two groups), each
+ *    under its V group's limit (wgmma_sm90_maps.hip): a chunk with a
+ *    scale byte over its group's limit takes the slow path below, which
+ *    raises the limit, rescales that group's accumulators and rewrites
+ *    the table, so that every scale byte the format allows is served by
+ *    one bf16 factor (served V rows have groups past 12 in magnitude).
  * The integer pipe, which the FP4 conversions keep busy (it issues at
  * half rate), is the layer's tightest resource: work that can go to the
  * load or fma pipes (tables, multiply-adds) goes there.
  * Two barriers a chunk: A (chunk k is in, chunk k - 1's buffer, P and
  * the factor table are free) and C (P and the factors are in; a block-wide
- * OR of the slow path's flags); the slow path adds two. */
+ * OR of the slow path's flags: a softmax reference to move or a V limit
+ * to raise); the slow path adds two, and four when it raises a limit. */
 
 #ifndef UQ_ROUTE_NVRTC
 #error "decode_wgmma_sm90.hip is the NVIDIA (NVRTC) warpgroup layer"
@@ -69,6 +75,8 @@ struct alignas(128) uq_wg_smem {
   float4 red_sum[16];                            /* [query]: the four warps' sums (end) */
   float4 kscale[2][UQ_WG_CHUNK];                 /* [half][token]: K scales of groups 4 half .. + 3 */
   float4 seen[UQ_BLOCK_THREADS];                 /* each thread's maxima so far */
+  uint2 vlim[8];      /* [V group]: uq_wg_vlim_x2, uq_wg_vlim_offset_x2 of its limit */
+  uq_u32 vlim_next[8]; /* [V group]: the limit raised by this chunk's bytes */
   uq_u64 full[2];                                /* bulk copies: raw[i] has landed */
 };
 static_assert(sizeof(uq_wg_smem) <= 48 * 1024, "warpgroup decode layer: static shared memory");
@@ -102,6 +110,15 @@ template <typename T, int N> UQ_DEV void uq_wg_hold(T (&r)[N]) {
 UQ_DEV uq_u64 uq_wg_desc(uq_u32 addr) {
   return (uq_u64)((addr & 0x3FFFFu) >> 4) | ((uq_u64)(UQ_WG_LBO >> 4) << 16) |
          ((uq_u64)(UQ_WG_SBO >> 4) << 32);
+}
+
+/* The thread index, read again where it is used (the compiler cannot
+ * reuse an earlier read, so values derived from it are not kept live
+ * across the loop for a rare path). */
+UQ_DEV int uq_wg_tid_fresh() {
+  int t;
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+  return t;
 }
 
 /* Component j (0..3, a constant after unrolling) of v. */
@@ -346,6 +363,10 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   /* The true maxima of this thread's scores, kept in shared memory
    * (registers are at the budget); only this thread reads them. */
   sm.seen[tid] = make_float4(ninf, ninf, ninf, ninf);
+  if (tid < 8) { /* read after barrier A */
+    sm.vlim[tid] = make_uint2(uq_wg_vlim_x2(UQ_WG_VLIM_MIN), uq_wg_vlim_offset_x2(UQ_WG_VLIM_MIN));
+    sm.vlim_next[tid] = UQ_WG_VLIM_MIN;
+  }
   float l_part[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* against m_run; this thread's tokens */
   float acc[4][8];
 #pragma unroll
@@ -358,7 +379,6 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   const int tq = uq_wg_qk_token(warp, grp, 0);
   const int vword = uq_wg_v_word(warp, grp);
   const int voff = UQ_WG_VCODE + 4 * vword;
-  const int vsoff = UQ_WG_VSCALE + vword / 4;
   /* P of the thread's queries, K indices 2 grp (+ 1) of its warp's step:
    * offset of query 2 tig; query + 1 is 16 bytes on, + 8 one N-block. */
   const int p_at = uq_wg_p_offset(2 * tig, uq_wg_p_k(warp, grp, 0));
@@ -408,16 +428,23 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
 
     /* ---- V factors lo of the chunk (read by PV after barrier C; PV of
      * chunk k - 1 is done with the table: barrier A) ---- */
-    bool vbig;
-    {
-      const uq_u8 *v0 = raw + (UQ_SM90_BULK ? o_vf : vf_t * UQ_SM90_SLOT + UQ_WG_VSCALE + vf_g);
-      const uq_u32 x0 = *(const uq_u16 *)v0;
-      const uq_u32 x1 = *(const uq_u16 *)(v0 + 8 * UQ_SM90_SLOT); /* uq_wg_vfac_token(tid, 1) */
-      bool big0, big1;
-      *(uq_u32 *)(sm.vfac + uq_wg_vfac_offset(vf_g, vf_k)) = uq_wg_vscale_lo_x2(uq_wg_vfac_pair(x0, x1, 0), &big0);
-      *(uq_u32 *)(sm.vfac + uq_wg_vfac_offset(vf_g + 1, vf_k)) = uq_wg_vscale_lo_x2(uq_wg_vfac_pair(x0, x1, 1), &big1);
-      vbig = big0 || big1;
-    }
+    /* The thread's factor words under its groups' limits (src: its two
+     * tokens' scale bytes of groups g, g + 1; kd: the word of group g);
+     * returns whether a byte passed its group's limit. The slow path
+     * calls it again with addresses derived afresh from the thread index
+     * (uq_wg_tid_fresh), so that none of this stays live across it. */
+    auto write_vfac = [&](const uq_u8 *src, int g, int kd) {
+      const uq_u32 x0 = *(const uq_u16 *)src;
+      const uq_u32 x1 = *(const uq_u16 *)(src + 8 * UQ_SM90_SLOT); /* uq_wg_vfac_token(tid, 1) */
+      const uint4 lim = *(const uint4 *)&sm.vlim[g]; /* groups g, g + 1 */
+      bool over0, over1;
+      *(uq_u32 *)(sm.vfac + kd) = uq_wg_vscale_lo_x2(uq_wg_vfac_pair(x0, x1, 0), lim.x, lim.y, &over0);
+      *(uq_u32 *)(sm.vfac + kd + UQ_WG_VFAC_ROW) =
+          uq_wg_vscale_lo_x2(uq_wg_vfac_pair(x0, x1, 1), lim.z, lim.w, &over1);
+      return over0 || over1;
+    };
+    const bool vbig = write_vfac(raw + (UQ_SM90_BULK ? o_vf : vf_t * UQ_SM90_SLOT + UQ_WG_VSCALE + vf_g),
+                                 vf_g, uq_wg_vfac_offset(vf_g, vf_k));
 
     /* ---- K scales of the warp's sixteen tokens as fp32, four a lane:
      * QK's accumulation then loads them (the load pipe has room; the
@@ -562,9 +589,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     };
     write_p();
     /* C: P and the V factors are in, unless some thread needs a new
-     * reference or saw a V scale byte over 128 (V groups past 12 in
-     * magnitude: a second factor, rare); then the slow path below. */
-    bool any_big = false;
+     * reference or saw a V scale byte over its group's limit (rare once
+     * the limits have settled); then the slow path below. */
     if (__syncthreads_or(need || vbig)) { /* uniform */
       /* The row maxima of the chunk meet in shared memory (the lane
        * groups by shuffles, then the four warps); the barrier carries the
@@ -579,7 +605,18 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         for (int i = 0; i < 4; ++i)
           ((float *)&sm.red_max[query_of(i)])[warp] = mx[i];
       }
-      any_big = __syncthreads_or(vbig) != 0;
+      /* A byte over its group's limit raises the limit (shared atomics,
+       * ordered by the barrier that carries the flag). */
+      const int tid_f = uq_wg_tid_fresh();
+      const int vf_g_f = uq_wg_vfac_group(tid_f);
+      const uq_u8 *vf_src = raw + uq_wg_vfac_token(tid_f, 0) * UQ_SM90_SLOT + UQ_WG_VSCALE + vf_g_f;
+      if (vbig) {
+        const uq_u32 x0 = *(const uq_u16 *)vf_src;
+        const uq_u32 x1 = *(const uq_u16 *)(vf_src + 8 * UQ_SM90_SLOT);
+        atomicMax(&sm.vlim_next[vf_g_f], uq_wg_vlim_raise(UQ_WG_VLIM_MIN, x0 & 0xFFu, x1 & 0xFFu));
+        atomicMax(&sm.vlim_next[vf_g_f + 1], uq_wg_vlim_raise(UQ_WG_VLIM_MIN, x0 >> 8, x1 >> 8));
+      }
+      const bool any_big = __syncthreads_or(vbig) != 0;
       /* A query moves its reference to the chunk's maximum only when that
        * passes the slack: the same decision in every thread that holds
        * the query (same shared values), but threads holding other queries
@@ -598,6 +635,24 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
 #pragma unroll
       for (int i = 0; i < 4; ++i)
         l_part[i] *= alpha[i];
+      /* Raised V limits: the thread's accumulators (all of its V word's
+       * group) move to the new one, and its factor words are rewritten
+       * under the new limits (nobody reads them before barrier C'). */
+      if (any_big) { /* uniform */
+        const int vg = uq_wg_v_word(tid_f >> 5, (tid_f & 31) >> 2) / 4; /* vgroup */
+        const uq_u32 old = sm.vlim[vg].x & 0xFFFFu;
+        const float f = uq_bits_f32(uq_wg_vlim_rescale_bits(old, sm.vlim_next[vg]));
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          alpha[i] *= f;
+        uq_barrier(); /* every thread has read its old limit */
+        if (tid_f < 8) {
+          const uq_u32 lim = sm.vlim_next[tid_f];
+          sm.vlim[tid_f] = make_uint2(uq_wg_vlim_x2(lim), uq_wg_vlim_offset_x2(lim));
+        }
+        uq_barrier(); /* the new limits are in */
+        write_vfac(vf_src, vf_g_f, uq_wg_vfac_offset(vf_g_f, uq_wg_vfac_k(tid_f)));
+      }
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
@@ -605,7 +660,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
           acc[mt][e] *= alpha[(e & 1) + 2 * (e >> 2)];
       /* Nobody reads P before PV, which follows the barrier. */
       write_p();
-      uq_barrier(); /* C': P against the new references is in; red_max is read */
+      uq_barrier(); /* C': P against the new references and the V factors are in; red_max is read */
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i)
@@ -617,8 +672,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     {
       uq_u32 va[2][8], vb[2][8]; /* [set] */
       auto convert = [&](int set, int ks) {
-        /* V words of K indices 2 tig, + 1, + 8, + 9 (their scale bytes
-         * vsoff - voff on) */
+        /* V words of K indices 2 tig, + 1, + 8, + 9 */
         const uq_u8 *ra, *rb, *rc, *rd;
         if constexpr (UQ_SM90_BULK) {
           ra = raw + o_pv + uq_wg_pv_step(ks, 0) * UQ_SM90_SLOT;
@@ -644,17 +698,6 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         for (int j = 0; j < 8; ++j) {
           va[set][j] = uq_sm90_bf16x2_mul(va[set][j], lo_a);
           vb[set][j] = uq_sm90_bf16x2_mul(vb[set][j], lo_b);
-        }
-        /* The second factor where the chunk has a scale byte over 128; a
-         * multiply by 1 changes nothing elsewhere. */
-        if (any_big) {
-          const uq_u32 hi_a = uq_wg_vscale_hi2(ra[vsoff - voff], rb[vsoff - voff]);
-          const uq_u32 hi_b = uq_wg_vscale_hi2(rc[vsoff - voff], rd[vsoff - voff]);
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            va[set][j] = uq_sm90_bf16x2_mul(va[set][j], hi_a);
-            vb[set][j] = uq_sm90_bf16x2_mul(vb[set][j], hi_b);
-          }
         }
       };
       auto retire = [&](int set) {
@@ -724,14 +767,19 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     }
   }
   uq_u16 *out = (uq_u16 *)p.segm_out;
+  /* The accumulators hold the output of the thread's V group divided by
+   * 2^(limit - 128) (wgmma_sm90_maps.hip); every limit is settled here
+   * (the barrier above follows the last change). */
+  const float vunscale = uq_bits_f32(uq_wg_vlim_unscale_bits(sm.vlim[vgroup].x & 0xFFFFu));
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int n = query_of(i);
     if (n >= UQ_QG)
       continue;
     /* One correctly rounded reciprocal per query; acc * (1 / l) is within
-     * an fp32 ulp of acc / l before the bf16 rounding. */
-    const float inv = l[i] > 0.0f ? __frcp_rn(l[i]) : 0.0f;
+     * an fp32 ulp of acc / l before the bf16 rounding (and the power of
+     * two changes no rounding). */
+    const float inv = l[i] > 0.0f ? __frcp_rn(l[i]) * vunscale : 0.0f;
     uq_u32 w[4];
 #pragma unroll
     for (int mt = 0; mt < 4; ++mt) {

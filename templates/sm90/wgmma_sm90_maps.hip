@@ -117,62 +117,81 @@ UQ_DEV void uq_wg_fp4x8x2_bf16s(uq_u32 x, uq_u32 y, uq_u32 r[8]) {
   uq_mma_fp4x8_bf16s(uq_prmt(x, y, 0x7632u), r + 4);
 }
 
-/* The V scale factors of two tokens' groups (bytes a, b) as bf16 pairs
- * (token a low, token b high) whose product times the values of
- * uq_wg_fp4x8x2_bf16s is the dequantized value: lo * hi = 2^(byte - 1)
- * (2^(byte - 127) times the 2^126 left out), lo = 2^(min(byte, 128) - 1),
- * hi = 2^(byte - min(byte, 128)), 1 unless byte > 128; each factor stays
- * below 2^128 and every partial product is exact. Byte 0 reads as 2^-127
- * here, as FORMAT.md 2 allows (its group's codes are all 0). */
-#if UQ_MMA_SUBNORMAL_OPERANDS
-/* lo of one byte, a bf16 in the low 16 bits. */
-UQ_DEV uq_u32 uq_wg_vscale_lo1(uq_u32 a) { return ((a < 128u ? a : 128u) + 126u) << 7; }
-UQ_DEV uq_u32 uq_wg_vscale_hi2(uq_u32 a, uq_u32 b) {
-  const uq_u32 ea = (a < 128u ? 0u : a - 128u) + 127u;
-  const uq_u32 eb = (b < 128u ? 0u : b - 128u) + 127u;
-  return (ea | (eb << 16)) << 7;
-}
-#else
-/* The fallback's values are unscaled: lo is the group scale itself
- * (2^(byte - 127), 0 for byte 0), hi is 1. */
-UQ_DEV uq_u32 uq_wg_vscale_lo1(uq_u32 a) { return a << 7; }
-UQ_DEV uq_u32 uq_wg_vscale_hi2(uq_u32 a, uq_u32 b) {
-  (void)a;
-  (void)b;
-  return 0x3F803F80u;
-}
+/* The V scale factors. A group's values come from uq_wg_fp4x8x2_bf16s as
+ * v * 2^-126 and are multiplied by one bf16 factor per token before PV.
+ * The whole range of scale bytes (1..254) does not fit one bf16 factor
+ * 2^(byte - 1), so each V group g of a block carries a limit L_g >= 128
+ * (the largest byte seen in that group, at least 128) and PV computes
+ * the group's output divided by 2^(L_g - 128): the factor of a byte b <=
+ * L_g is
+ *   lo(b, L) = 2^(b - 1 - (L - 128)),  bf16 exponent field b + 254 - L,
+ * which lies in [0, 254] for every b in 0..L (L <= 254), so the factor is
+ * a normal bf16 or zero, and v * 2^-126 times it is v * 2^(b - 127) / 2^(L
+ * - 128): exact unless b lies more than about 120 below L (a contribution
+ * 2^-120 below the group's largest, then rounded to bf16's subnormals).
+ * When a chunk brings a byte over its group's limit, the block raises the
+ * limit and rescales that group's accumulators by 2^(L_old - L_new): a
+ * rare event on served data (once per new maximum), so the common chunk
+ * costs one factor multiply per bf16 pair whatever the bytes. Byte 0 (the
+ * zero-group sentinel) only comes with all-zero codes; its factor is
+ * 2^(126 - L) or 0, harmless. Only the default (shift) conversions, whose
+ * values are scaled by 2^-126, are supported here. */
+#if !UQ_MMA_SUBNORMAL_OPERANDS
+#error "wgmma_sm90_maps.hip: the V factors assume the shift conversions (v * 2^-126)"
 #endif
+constexpr uq_u32 UQ_WG_VLIM_MIN = 128u; /* a group's limit before any byte over it */
+constexpr uq_u32 UQ_WG_VLIM_MAX = 254u; /* the largest byte the encoder writes */
 
-UQ_DEV uq_u32 uq_wg_vscale_lo2(uq_u32 a, uq_u32 b) {
-  return uq_wg_vscale_lo1(a) | (uq_wg_vscale_lo1(b) << 16);
+/* lo of one byte a under limit lim (a <= lim; a larger byte is taken as
+ * lim), a bf16 in the low 16 bits. */
+UQ_DEV uq_u32 uq_wg_vscale_lo1(uq_u32 a, uq_u32 lim) {
+  return ((a < lim ? a : lim) + 254u - lim) << 7;
 }
+UQ_DEV uq_u32 uq_wg_vscale_lo2(uq_u32 a, uq_u32 b, uq_u32 lim) {
+  return uq_wg_vscale_lo1(a, lim) | (uq_wg_vscale_lo1(b, lim) << 16);
+}
+
+/* The per-group constants of uq_wg_vscale_lo_x2 for limit lim, kept in
+ * shared memory while the limit holds: the limit in both 16-bit halves,
+ * and the exponent offset (254 - lim) << 7 in both halves. */
+UQ_DEV uq_u32 uq_wg_vlim_x2(uq_u32 lim) { return lim * 0x00010001u; }
+UQ_DEV uq_u32 uq_wg_vlim_offset_x2(uq_u32 lim) { return ((254u - lim) << 7) * 0x00010001u; }
 
 /* uq_wg_vscale_lo2 of two bytes held as the 16-bit halves of h (a low, b
- * high), both at once: a 16-bit-pair minimum and one multiply-add, which
- * keep the integer pipe (the layer's bottleneck) free of the per-byte
- * extract / clamp / shift; *big says whether either byte is over 128 (the
- * minimum moved it). */
+ * high), both at once under the limits lim_x2 = uq_wg_vlim_x2(L) and
+ * off_x2 = uq_wg_vlim_offset_x2(L): a 16-bit-pair minimum and one
+ * multiply-add, which keep the integer pipe (the layer's bottleneck) free
+ * of the per-byte extract / clamp / shift; *over says whether either byte
+ * is over the limit (the minimum moved it: the block must raise L). */
 #ifndef UQ_MMA_HOST_MODEL
-UQ_DEV uq_u32 uq_wg_min128x2(uq_u32 h) {
+UQ_DEV uq_u32 uq_wg_min_x2(uq_u32 h, uq_u32 lim_x2) {
   uq_u32 d;
-  asm("min.u16x2 %0, %1, %2;\n" : "=r"(d) : "r"(h), "r"(0x00800080u));
+  asm("min.u16x2 %0, %1, %2;\n" : "=r"(d) : "r"(h), "r"(lim_x2));
   return d;
 }
 #else
-UQ_DEV uq_u32 uq_wg_min128x2(uq_u32 h) {
-  const uq_u32 lo = h & 0xFFFFu, hi = h >> 16;
-  return (lo < 128u ? lo : 128u) | ((hi < 128u ? hi : 128u) << 16);
+UQ_DEV uq_u32 uq_wg_min_x2(uq_u32 h, uq_u32 lim_x2) {
+  const uq_u32 lo = h & 0xFFFFu, hi = h >> 16, llo = lim_x2 & 0xFFFFu, lhi = lim_x2 >> 16;
+  return (lo < llo ? lo : llo) | ((hi < lhi ? hi : lhi) << 16);
 }
 #endif
-UQ_DEV uq_u32 uq_wg_vscale_lo_x2(uq_u32 h, bool *big) {
-  const uq_u32 m = uq_wg_min128x2(h);
-  *big = m != h;
-#if UQ_MMA_SUBNORMAL_OPERANDS
-  return m * 128u + 0x3F003F00u; /* (min(byte, 128) + 126) << 7 per half */
-#else
-  return h * 128u;
-#endif
+UQ_DEV uq_u32 uq_wg_vscale_lo_x2(uq_u32 h, uq_u32 lim_x2, uq_u32 off_x2, bool *over) {
+  const uq_u32 m = uq_wg_min_x2(h, lim_x2);
+  *over = m != h;
+  return m * 128u + off_x2; /* (min(byte, L) + 254 - L) << 7 per half */
 }
+
+/* The new limit of a group whose chunk brought bytes a, b over the old
+ * one (never past UQ_WG_VLIM_MAX: a byte of 255 is no encoder's), and the
+ * fp32 bits of the accumulators' rescale 2^(old - new) (old <= new). */
+UQ_DEV uq_u32 uq_wg_vlim_raise(uq_u32 old, uq_u32 a, uq_u32 b) {
+  uq_u32 m = a > b ? a : b;
+  m = m < UQ_WG_VLIM_MAX ? m : UQ_WG_VLIM_MAX;
+  return m > old ? m : old;
+}
+UQ_DEV uq_u32 uq_wg_vlim_rescale_bits(uq_u32 old, uq_u32 lim) { return (127u + old - lim) << 23; }
+/* fp32 bits of 2^(lim - 128), the factor a group's output is divided by. */
+UQ_DEV uq_u32 uq_wg_vlim_unscale_bits(uq_u32 lim) { return (lim - 128u + 127u) << 23; }
 
 /* The chunk's V factors lo, computed once per chunk into shared memory:
  * table row g (V group) holds the bf16 lo of each token's scale byte at

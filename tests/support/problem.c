@@ -1,5 +1,6 @@
 #include "tests/support/testkit.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,24 @@ static void ramp_keys(tk_problem *p) {
   }
 }
 
+/* Token t's V rows times 2^e (opts.v_spread), rounded back to bf16. */
+static void spread_values(tk_problem *p, tk_rng *rng) {
+  const uq_shape *s = &p->shape;
+  size_t d = (size_t)s->head_dim;
+  uint16_t *row = p->v;
+  for (int64_t b = 0; b < s->batch; b++) {
+    int32_t len = p->seq_lens[b];
+    for (int32_t t = 0; t < len; t++)
+      for (int h = 0; h < s->num_kv_heads; h++, row += d) {
+        int e = (int)(tk_rng_uniform(rng) * p->opts.v_spread * (t + 1) / len);
+        if (tk_rng_below(rng, 8) == 0)
+          e -= p->opts.v_spread / 2;
+        for (size_t j = 0; j < d; j++)
+          row[j] = tk_f64_to_bf16(ldexp(tk_bf16_to_f32(row[j]), e));
+      }
+  }
+}
+
 int tk_problem_make(tk_problem *p, const uq_shape *shape,
                     const int32_t *seq_lens, const tk_problem_opts *o) {
   memset(p, 0, sizeof *p);
@@ -168,6 +187,8 @@ int tk_problem_make(tk_problem *p, const uq_shape *shape,
   }
   if (p->opts.k_ramp != 0.0)
     ramp_keys(p);
+  if (p->opts.v_spread != 0)
+    spread_values(p, &rng);
   /* The whole query buffer is random: the k/v parts of a fused projection
    * and the gaps of a strided one must simply be ignored. */
   for (size_t i = 0; i < p->query_elems; i++)

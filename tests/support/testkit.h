@@ -80,6 +80,11 @@ typedef struct tk_problem_opts {
   double k_ramp;    /* token t's K times 1 + k_ramp t / seq_len: rising
                      * scores, so maxima keep growing along the sequence
                      * (0: plain normal rows) */
+  int v_spread;     /* token t's V row (per kv head) times 2^e, e drawn
+                     * from 0 .. v_spread t / seq_len, one row in eight
+                     * moved v_spread / 2 lower: V scale bytes far from
+                     * 127 whose largest keeps rising along the sequence
+                     * (0: plain normal rows; bf16 only) */
 } tk_problem_opts;
 
 /* Defaults: `seed`, no spare blocks, no garbage, no ramp. */
