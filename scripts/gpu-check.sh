@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds uqjit with its tests and runs the 'unit' and 'gpu' suites (and
-# `uqjit demo` when the tool has it). Meant for the lent GPU machine
+# `uqjit demo` when the tool has it). Meant for a GPU machine of the kind the project measures on (an H200)
 # (Ubuntu 24.04, CUDA at /usr/local/cuda, no cmocka/xxhash, no network),
 # and runnable anywhere: without a GPU the gpu tests report SKIP.
 #

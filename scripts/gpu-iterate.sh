@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A development iteration on the lent GPU in one device call (~5 min):
+# A development iteration on a GPU machine in one call (~5 min):
 #   (a) scripts/gpu-check.sh with the gpu suite for one decode variant
 #       (UQ_TEST_VARIANT, default "default": the layer the device gets;
 #       "all": every layer);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Nsight Compute profile of one warpgroup decode launch (B=16, 128k, 1:16
-# unless UQ_PROF_ARGS says otherwise) on the lent GPU: stall reasons per
+# unless UQ_PROF_ARGS says otherwise) on a GPU machine: stall reasons per
 # issued instruction, pipe utilisation, and the per-SASS-instruction
 # source page (stall samples, executed instructions) as CSV for reading
 # off the machine. Needs a build from scripts/gpu-check.sh or

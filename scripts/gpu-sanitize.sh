@@ -11,7 +11,7 @@
 # purpose and gpu.graph's host-overhead timing (one is an API error by
 # design, the other a clock).
 #
-# Meant for the lent GPU machine after scripts/gpu-check.sh or
+# Meant for a GPU machine of the kind the project measures on (an H200) after scripts/gpu-check.sh or
 # scripts/gpu-iterate.sh built $UQ_GPU_BUILD (it builds without running
 # tests otherwise). Logs under $OUT; each run is cut at UQ_SAN_S seconds
 # (default 200: a run cut short fails); UQ_SAN_RUNS picks the runs, each

@@ -406,7 +406,7 @@ static int rm_one(const char *path, const struct stat *st, int flag,
   return 0;
 }
 
-/* The done-when check of issue 16: the manifest of a warm equals the keys
+/* The deployment check: the manifest of a warm equals the keys
  * planned here, each was compiled, and a second warm (a new process, so
  * from the disk) finds every one of them. */
 static void warm_compiles_every_manifest_key_then_all_hit(void **s) {
