@@ -1,4 +1,5 @@
-/* The gfx950-emu primitives (templates/gfx950/gfx950_prims_emu.hip on
+/* The gfx950-emu primitives (templates/cdna/cdna_prims_emu.hip and
+ * templates/gfx950/gfx950_prims_emu.hip on cdna_layouts.hip and
  * cdna4_layouts.hip).
  * compile (no argument): they compile under NVRTC for sm_90 after the
  * route's prelude, uq_abi.h and numerics.hip, as the layer's templates
@@ -9,7 +10,7 @@
  * NVRTC.
  * gpu (argument "gpu"): the probe runs on the device (one 64-thread block)
  * on random operands and every output equals, bit for bit, the host model
- * built from the same cdna4_layouts.hip: the shared-memory exchange,
+ * built from the same cdna_layouts.hip and cdna4_layouts.hip: the shared-memory exchange,
  * barriers and register packing of the emulation do what the layouts say.
  * Exits 77 without an NVIDIA device of sm_90 or newer. */
 #include <setjmp.h>
@@ -31,6 +32,7 @@
 #include "tests/template_host.h"
 #include <math.h>
 
+#include "templates/cdna/cdna_layouts.hip"
 #include "templates/gfx950/cdna4_layouts.hip"
 
 /* The text of a template file under the source root (UQ_SOURCE_ROOT). */
@@ -67,7 +69,7 @@ static const char probe[] =
     "UQ_DEV float uq_probe_clamp(float x) { return fminf(448.0f, uq_fmax(-448.0f, x)); }\n"
     "extern \"C\" __global__ void __launch_bounds__(64)\n"
     "uq_g950_emu_probe(uq_probe_params p) {\n"
-    "  static_assert(UQ_BLOCK_THREADS == UQ_G950_WAVE, \"one wave64\");\n"
+    "  static_assert(UQ_BLOCK_THREADS == UQ_CDNA_WAVE, \"one wave64\");\n"
     "  __shared__ __align__(8) uq_u16 tile[64 * 4];\n"
     "  const int lane = uq_tid();\n"
     "  const uq_u32 *in = p.in + 16 * lane;\n"
@@ -76,28 +78,28 @@ static const char probe[] =
     "  uq_g950_fp8x32 b;\n"
     "  for (int r = 0; r < 4; r++) a[r] = in[r];\n"
     "  for (int r = 0; r < 8; r++) b[r] = in[4 + r];\n"
-    "  uq_g950_f32x4 q1 = uq_g950_mfma_qk(uq_g950_f32x4_zero(), a, in[12], b);\n"
-    "  uq_g950_f32x4 q2 = uq_g950_mfma_qk(q1, a, in[13], b);\n"
+    "  uq_cdna_f32x4 q1 = uq_g950_mfma_qk(uq_cdna_f32x4_zero(), a, in[12], b);\n"
+    "  uq_cdna_f32x4 q2 = uq_g950_mfma_qk(q1, a, in[13], b);\n"
     "  for (int r = 0; r < 4; r++) { out[r] = uq_f32_bits(q1[r]); out[4 + r] = uq_f32_bits(q2[r]); }\n"
-    "  uq_g950_bf16x4 v, pb;\n"
+    "  uq_cdna_bf16x4 v, pb;\n"
     "  v[0] = uq_g950_cvt_fp4x2_bf16(a[0], uq_pow2i(3), 0);\n"
     "  v[1] = uq_g950_cvt_fp4x2_bf16(a[0], uq_pow2i(-2), 3);\n"
     "  out[8] = v[0];\n"
     "  out[9] = v[1];\n"
     "  out[10] = uq_g950_cvt_fp8x2(uq_probe_clamp(q1[0]), uq_probe_clamp(q1[1]));\n"
-    "  out[11] = uq_g950_swizzle_xor(in[14], 1);\n"
-    "  out[12] = uq_g950_swizzle_xor(in[14], 16);\n"
-    "  out[13] = uq_f32_bits(uq_g950_swizzle_xor_f32(uq_bits_f32(in[15]), 4));\n"
-    "  out[14] = uq_f32_bits(uq_g950_wave_xor_f32(uq_bits_f32(in[15]), 32));\n"
-    "  out[15] = uq_f32_bits(uq_g950_wave_xor_f32(uq_bits_f32(in[15]), 8));\n"
+    "  out[11] = uq_cdna_swizzle_xor(in[14], 1);\n"
+    "  out[12] = uq_cdna_swizzle_xor(in[14], 16);\n"
+    "  out[13] = uq_f32_bits(uq_cdna_swizzle_xor_f32(uq_bits_f32(in[15]), 4));\n"
+    "  out[14] = uq_f32_bits(uq_cdna_wave_xor_f32(uq_bits_f32(in[15]), 32));\n"
+    "  out[15] = uq_f32_bits(uq_cdna_wave_xor_f32(uq_bits_f32(in[15]), 8));\n"
     "  ((uq_u32 *)tile)[2 * lane] = v[0];\n"
     "  ((uq_u32 *)tile)[2 * lane + 1] = v[1];\n"
-    "  uq_g950_bf16x4 t = uq_g950_lds_read_tr16(tile + 4 * (lane ^ 5));\n"
+    "  uq_cdna_bf16x4 t = uq_g950_lds_read_tr16(tile + 4 * (lane ^ 5));\n"
     "  out[16] = t[0];\n"
     "  out[17] = t[1];\n"
     "  pb[0] = in[14];\n"
     "  pb[1] = in[15];\n"
-    "  uq_g950_f32x4 d = uq_g950_mfma_pv(q1, t, pb);\n"
+    "  uq_cdna_f32x4 d = uq_cdna_mfma_bf16(q1, t, pb);\n"
     "  for (int r = 0; r < 4; r++) out[18 + r] = uq_f32_bits(d[r]);\n"
     "  out[22] = uq_g950_cvt_fp4x2_bf16(a[1], 1.0f, 1);\n"
     "  out[23] = 0u;\n"
@@ -107,8 +109,9 @@ static const char probe[] =
  * emulated primitives and the probe kernel (caller frees). */
 static char *probe_source(size_t *len_out) {
   static const char *const parts[] = {
-      "prelude/prelude_nvrtc.hip", "common/uq_abi.h", "common/numerics.hip", NULL,
-      "gfx950/cdna4_layouts.hip",  "gfx950/gfx950_prims_emu.hip",
+      "prelude/prelude_nvrtc.hip", "common/uq_abi.h",        "common/numerics.hip",
+      NULL,                        "cdna/cdna_layouts.hip",  "gfx950/cdna4_layouts.hip",
+      "cdna/cdna_prims_emu.hip",   "gfx950/gfx950_prims_emu.hip",
   };
   size_t cap = 1 << 20, len = 0;
   char *src = malloc(cap);
@@ -201,7 +204,7 @@ static void random_inputs(uq_u32 *in) {
 
 static float clamp448(float x) { return fminf(448.0f, fmaxf(-448.0f, x)); }
 
-/* The probe's outputs computed on the host from cdna4_layouts.hip. */
+/* The probe's outputs computed on the host from the layout files. */
 static void host_model(const uq_u32 *in, uq_u32 *out) {
   static uq_u32 a[256], sa1[64], sa2[64], sb[64], b[512], v[128], t[128], pb[128];
   static float q1[64][4];
@@ -220,8 +223,8 @@ static void host_model(const uq_u32 *in, uq_u32 *out) {
   }
   for (int l = 0; l < 64; l++)
     for (int r = 0; r < 4; r++)
-      q1[l][r] = uq_cdna4_mfma_scale_f4f8_elem(a, sa1, 0, b, sb, 0, uq_cdna4_d_row(l, r),
-                                               uq_cdna4_d_col(l), 0.0f);
+      q1[l][r] = uq_cdna4_mfma_scale_f4f8_elem(a, sa1, 0, b, sb, 0, uq_cdna_d_row(l, r),
+                                               uq_cdna_d_col(l), 0.0f);
   for (int l = 0; l < 64; l++) {
     uq_u32 h[4];
     for (int e = 0; e < 4; e++) {
@@ -238,16 +241,16 @@ static void host_model(const uq_u32 *in, uq_u32 *out) {
     for (int r = 0; r < 4; r++) {
       o[r] = uq_f32_bits(q1[l][r]);
       o[4 + r] = uq_f32_bits(uq_cdna4_mfma_scale_f4f8_elem(
-          a, sa2, 0, b, sb, 0, uq_cdna4_d_row(l, r), uq_cdna4_d_col(l), q1[l][r]));
-      o[18 + r] = uq_f32_bits(uq_cdna4_mfma_bf16_elem(t, pb, uq_cdna4_d_row(l, r),
-                                                      uq_cdna4_d_col(l), q1[l][r]));
+          a, sa2, 0, b, sb, 0, uq_cdna_d_row(l, r), uq_cdna_d_col(l), q1[l][r]));
+      o[18 + r] = uq_f32_bits(uq_cdna_mfma_bf16_elem(t, pb, uq_cdna_d_row(l, r),
+                                                      uq_cdna_d_col(l), q1[l][r]));
     }
     o[8] = v[2 * l];
     o[9] = v[2 * l + 1];
     o[10] = uq_cdna4_cvt_pk_fp8_f32(clamp448(q1[l][0]), clamp448(q1[l][1]));
-    o[11] = in[16 * uq_cdna4_swizzle_src(l, uq_cdna4_swizzle_xor_offset(1)) + 14];
-    o[12] = in[16 * uq_cdna4_swizzle_src(l, uq_cdna4_swizzle_xor_offset(16)) + 14];
-    o[13] = in[16 * uq_cdna4_swizzle_src(l, uq_cdna4_swizzle_xor_offset(4)) + 15];
+    o[11] = in[16 * uq_cdna_swizzle_src(l, uq_cdna_swizzle_xor_offset(1)) + 14];
+    o[12] = in[16 * uq_cdna_swizzle_src(l, uq_cdna_swizzle_xor_offset(16)) + 14];
+    o[13] = in[16 * uq_cdna_swizzle_src(l, uq_cdna_swizzle_xor_offset(4)) + 15];
     o[14] = in[16 * (l ^ 32) + 15];
     o[15] = in[16 * (l ^ 8) + 15];
     o[16] = t[2 * l];

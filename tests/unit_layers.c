@@ -59,9 +59,10 @@ static void variant_one_is_a_layer_per_target(void **state) {
   assert_ptr_not_equal(nv, amd);
   assert_string_equal(nv->templates[3], "decode_mma_sm90.hip");
   assert_string_equal(amd->templates[1], "gfx950_maps.hip");
-  assert_string_equal(amd->templates[2], "gfx950_prims_amd.hip");
-  assert_string_equal(amd->templates[3], "decode_gfx950.hip");
-  assert_null(amd->templates[4]);
+  assert_string_equal(amd->templates[2], "cdna_prims_amd.hip");
+  assert_string_equal(amd->templates[3], "gfx950_prims_amd.hip");
+  assert_string_equal(amd->templates[4], "decode_gfx950.hip");
+  assert_null(amd->templates[5]);
   assert_int_equal(amd->block_threads, 64);
   assert_int_equal(uq__target_block_threads(&g950, UQ_VARIANT_MATRIX), 64);
   assert_int_equal(uq__target_block_threads(&sm90, UQ_VARIANT_MATRIX), 128);
@@ -71,11 +72,12 @@ static void variant_one_is_a_layer_per_target(void **state) {
   assert_false(emu->available(&g950));
   assert_false(emu->available(&g942));
   static const char *const emu_templates[] = {
-      "layer_common.hip", "gfx950_maps.hip", "cdna4_layouts.hip",
-      "gfx950_prims_emu.hip", "decode_gfx950.hip"};
-  for (int i = 0; i < 5; i++)
+      "layer_common.hip",   "gfx950_maps.hip",    "cdna_layouts.hip",
+      "cdna4_layouts.hip",  "cdna_prims_emu.hip", "gfx950_prims_emu.hip",
+      "decode_gfx950.hip"};
+  for (int i = 0; i < 7; i++)
     assert_string_equal(emu->templates[i], emu_templates[i]);
-  assert_null(emu->templates[5]);
+  assert_null(emu->templates[7]);
   assert_int_equal(uq__target_block_threads(&sm90, UQ_VARIANT_GFX950_EMU), 64);
   assert_int_equal(emu->head_dim, 256);
   assert_int_equal(emu->max_query_group, 16);

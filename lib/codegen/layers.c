@@ -55,16 +55,19 @@ static const char *const warpgroup_templates[] = {
 
 /* The gfx950 layer (MI355X: scaled FP4 x E4M3 MFMA, hardware FP4 -> bf16,
  * bf16 MFMA; docs/KERNELS.md "gfx950") is one kernel text over a small
- * set of named primitives: gfx950_prims_amd.hip implements them with the
- * AMD builtins, gfx950_prims_emu.hip emulates each instruction exactly on
- * an NVIDIA sm_90 block of 64 threads (after the CDNA4 layouts written
- * down from AMD's documentation, cdna4_layouts.hip). */
+ * set of named primitives: the CDNA ones it shares with the gfx942 layer
+ * (cdna_prims_*.hip) and its own (gfx950_prims_*.hip); the _amd files
+ * implement them with the AMD builtins, the _emu files emulate each
+ * instruction exactly on an NVIDIA sm_90 block of 64 threads (after the
+ * layouts written down from AMD's documentation, cdna_layouts.hip and
+ * cdna4_layouts.hip). */
 static const char *const gfx950_templates[] = {
-    "layer_common.hip", "gfx950_maps.hip", "gfx950_prims_amd.hip",
-    "decode_gfx950.hip", NULL};
+    "layer_common.hip",     "gfx950_maps.hip",   "cdna_prims_amd.hip",
+    "gfx950_prims_amd.hip", "decode_gfx950.hip", NULL};
 static const char *const gfx950_emu_templates[] = {
-    "layer_common.hip",     "gfx950_maps.hip",   "cdna4_layouts.hip",
-    "gfx950_prims_emu.hip", "decode_gfx950.hip", NULL};
+    "layer_common.hip",   "gfx950_maps.hip",      "cdna_layouts.hip",
+    "cdna4_layouts.hip",  "cdna_prims_emu.hip",   "gfx950_prims_emu.hip",
+    "decode_gfx950.hip",  NULL};
 
 /* The fast layers keep the portable launch contract (grid, workspace).
  * The sm_90 ones run four warps a block (decode_mma_sm90.hip
