@@ -180,15 +180,17 @@ typedef enum {
 #define UQ_TARGET_MAX 48
 
 /* The target layer inside the decode kernel. A key's name spells it as
- * v0 / v1 / v2 / v3; uq_plan_make says which one a plan gets. */
+ * v0 / v1 / v2 / v3 / v4; uq_plan_make says which one a plan gets. */
 typedef enum {
   UQ_VARIANT_PORTABLE = 0,  /* scalar FMA: correct on any GPU */
   UQ_VARIANT_MATRIX = 1,    /* the target's matrix units: mma.sync on NVIDIA sm_90+,
-                               scaled FP4 MFMA on gfx950; no other target has one */
+                               scaled FP4 MFMA on gfx950, FNUZ FP8 and bf16 MFMA on
+                               gfx942; no other target has one */
   UQ_VARIANT_WARPGROUP = 2, /* Hopper warpgroup matrix layer (wgmma): NVIDIA sm_90a only */
-  UQ_VARIANT_GFX950_EMU = 3 /* the gfx950 layer run on NVIDIA sm_90+ with every AMD
+  UQ_VARIANT_GFX950_EMU = 3, /* the gfx950 layer run on NVIDIA sm_90+ with every AMD
                                instruction emulated exactly: a test vehicle, only
                                when UQJIT_VARIANT=gfx950-emu asks for it */
+  UQ_VARIANT_GFX942_EMU = 4 /* the gfx942 layer likewise (UQJIT_VARIANT=gfx942-emu) */
 } uq_kernel_variant;
 
 /* A kernel specialization key: byte-reproducible (memset then fill), so it
@@ -254,13 +256,14 @@ typedef struct uq_plan {
  * "gfx950"). The decode kernel's variant is the best layer the target has:
  * UQ_VARIANT_WARPGROUP on NVIDIA sm_90a (the arch-specific Hopper target a
  * compute capability 9.0 device reports), UQ_VARIANT_MATRIX on other NVIDIA
- * sm_90 and newer targets (plain sm_90, sm_100a, ...) and on gfx950 (the
- * MI355X layer), UQ_VARIANT_PORTABLE on every other target.
+ * sm_90 and newer targets (plain sm_90, sm_100a, ...), on gfx950 (the
+ * MI355X layer) and on gfx942 (the MI300X / MI325X layer),
+ * UQ_VARIANT_PORTABLE on every other target.
  * UQJIT_VARIANT (read at every call) asks for another: "portable" always
  * gets UQ_VARIANT_PORTABLE, "matrix" gets UQ_VARIANT_MATRIX where the
  * target has that layer, "warpgroup" is the sm_90a default spelled out,
- * "gfx950-emu" gets UQ_VARIANT_GFX950_EMU on NVIDIA sm_90 and newer (never
- * chosen otherwise); a layer the target lacks is never chosen. The
+ * "gfx950-emu" gets UQ_VARIANT_GFX950_EMU and "gfx942-emu"
+ * UQ_VARIANT_GFX942_EMU on NVIDIA sm_90 and newer (never chosen otherwise); a layer the target lacks is never chosen. The
  * reduce and prologue keys carry the decode key's variant (so the layers'
  * kernels stay apart in one cache) but behave the same for every variant.
  * An ineligible shape is not an error: returns 0 with plan->eligible = 0

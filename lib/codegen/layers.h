@@ -1,5 +1,5 @@
 /* The decode layers: one row per (variant, target family) (UQ_VARIANT_* in
- * uqjit.h: variant 1 is a different layer on NVIDIA and on gfx950), read by
+ * uqjit.h: variant 1 is a different layer on NVIDIA, gfx950 and gfx942), read by
  * the target rules (threads per block), the planner (which layer, how the
  * KV window is split), key validation (which variants exist) and source
  * emission (which templates, which keys a layer refuses). Adding a layer
@@ -62,8 +62,8 @@ const uq__layer *uq__layer_find(int variant, const uq__target_info *info);
  * invalid UQJIT_VARIANT is warned about once and ignored. */
 const uq__layer *uq__layer_choose(const uq__target_info *info);
 
-/* "0 portable, 1 matrix, 2 warpgroup, 3 gfx950-emu": the variants, for
- * messages. */
+/* "0 portable, 1 matrix, 2 warpgroup, 3 gfx950-emu, 4 gfx942-emu": the
+ * variants, for messages. */
 void uq__layer_list(char *buf, size_t n);
 
 /* Sets the error for a key whose layer the target lacks and returns
