@@ -18,6 +18,8 @@
  *  - PV: P straight from the QK result lanes and V as the maps load it,
  *    through the bf16 MFMA model, give P . V exactly, and every output
  *    (query, dim) is written once;
+ *  - the K scale table in LDS is filled once and read as the result
+ *    lanes need it;
  *  - the rotation lanes: the butterfly schedule equals uq_fwht bit for
  *    bit; the LDS budget. */
 #include <setjmp.h>
@@ -365,16 +367,46 @@ static void butterfly_schedule_equals_uq_fwht_bit_for_bit(void **st) {
     }
 }
 
+/* ---- the K scale table ---- */
+
+/* Each lane converts two scale bytes of its K token: together the lanes
+ * fill the table's 16 tokens x 8 groups once, each from that token's
+ * scale byte of that group; a result lane's four tokens of a group are 4
+ * consecutive, 16-byte aligned words. */
+static void k_scale_table_is_filled_once_and_read_by_the_result_lanes(void **st) {
+  (void)st;
+  int filled[8 * TILE] = {0};
+  for (int lane = 0; lane < LANES; lane++)
+    for (int k = 0; k < 2; k++) {
+      int G = uq_g942_ks_group(lane, k), t = uq_g942_qk_a_token(lane);
+      int byte = uq_g942_ks_byte(lane) + uq_g942_ks_shift(lane, k) / 8;
+      assert_int_equal(uq_g942_ks_byte(lane) % 4, 0);
+      assert_int_equal(byte, 128 + G); /* FORMAT.md: the group's scale byte */
+      filled[uq_g942_ks_index(G, t)]++;
+    }
+  for (int i = 0; i < 8 * TILE; i++)
+    assert_int_equal(filled[i], 1);
+  for (int lane = 0; lane < LANES; lane++)
+    for (int G = 0; G < 8; G++) {
+      int w0 = uq_g942_ks_index(G, uq_g942_acc_token(lane, 0));
+      assert_int_equal(w0 % 4, 0);
+      for (int r = 0; r < 4; r++)
+        assert_int_equal(uq_g942_ks_index(G, uq_g942_acc_token(lane, r)), w0 + r);
+    }
+}
+
 /* ---- LDS ---- */
 
-/* The query rows are the only LDS (4 KiB at QG 16): 16 workgroups fit a
- * CU's 64 KiB, more than the registers allow; a B read (8 bytes at row
- * q, byte qk_b_byte) stays in its row and is 8-byte aligned. */
-static void lds_holds_the_query_rows_only(void **st) {
+/* The query rows and the K scale table (4.5 KiB at QG 16): 14
+ * workgroups fit a CU's 64 KiB, more than the registers allow; a B read
+ * (8 bytes at row q, byte qk_b_byte) stays in its row and is 8-byte
+ * aligned. */
+static void lds_holds_the_query_rows_and_the_k_scales(void **st) {
   (void)st;
-  assert_int_equal(UQ_G942_LDS_BYTES(16), 4096);
-  assert_int_equal(UQ_G942_LDS_BYTES(6), 1536);
-  assert_true(65536 / UQ_G942_LDS_BYTES(16) >= 16);
+  assert_int_equal(UQ_G942_LDS_BYTES(16), 4096 + 512);
+  assert_int_equal(UQ_G942_LDS_BYTES(6), 1536 + 512);
+  assert_int_equal(UQ_G942_LDS_KSCALES, 8 * TILE * 4);
+  assert_true(65536 / UQ_G942_LDS_BYTES(16) >= 12);
   for (int lane = 0; lane < LANES; lane++)
     for (int G = 0; G < 8; G++) {
       int b = uq_g942_qk_b_byte(lane, G);
@@ -392,7 +424,8 @@ int main(void) {
       cmocka_unit_test(qk_without_qperm_differs_from_q_dot_k),
       cmocka_unit_test(pv_maps_reproduce_p_dot_v),
       cmocka_unit_test(butterfly_schedule_equals_uq_fwht_bit_for_bit),
-      cmocka_unit_test(lds_holds_the_query_rows_only),
+      cmocka_unit_test(k_scale_table_is_filled_once_and_read_by_the_result_lanes),
+      cmocka_unit_test(lds_holds_the_query_rows_and_the_k_scales),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

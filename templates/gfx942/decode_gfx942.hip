@@ -60,11 +60,12 @@ UQ_DEV uq_u32 uq_g942_word(const uq_u8 *slot, int byte) { return *(const uq_u32 
 UQ_DEV float uq_g942_scale(uq_u32 w, int shift) { return uq_bits_f32((uq_u32)(uq_u8)(w >> shift) << 23); }
 
 /* One lane's cache bytes of a tile (gfx942_maps.hip): its K token's 8
- * code dwords (one per group), and for its four result tokens the K scale
- * dwords, the 8 V code bytes of its dims and the V scale dword. */
+ * code dwords (one per group) and the scale dword holding two of its
+ * groups, and for its four result tokens the 8 V code bytes of its dims
+ * and the V scale dword. */
 struct uq_g942_tile {
   uq_u32 kc[8];
-  uq_u32 ks[4][2];
+  uq_u32 ks;
   uq_u32 vc[4][2];
   uq_u32 vs[4];
 };
@@ -75,11 +76,10 @@ UQ_DEV void uq_g942_load_tile(uq_g942_tile &t, const uq_decode_params &p, const 
 #pragma unroll
   for (int G = 0; G < 8; ++G)
     t.kc[G] = uq_g942_word(ks, uq_g942_qk_a_byte(lane, G));
+  t.ks = uq_g942_word(ks, uq_g942_ks_byte(lane));
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     const uq_u8 *s = uq_g942_slot(p, bt_row, kh, base, uq_g942_acc_token(lane, r), seq_len);
-    t.ks[r][0] = uq_g942_word(s, UQ_G942_SLOT_KSCALE);
-    t.ks[r][1] = uq_g942_word(s, UQ_G942_SLOT_KSCALE + 4);
     t.vc[r][0] = uq_g942_word(s, uq_g942_v_code_byte(lane));
     t.vc[r][1] = uq_g942_word(s, uq_g942_v_code_byte(lane) + 4);
     t.vs[r] = uq_g942_word(s, uq_g942_v_scale_byte(lane));
@@ -173,8 +173,10 @@ UQ_DEV void uq_g942_query_to_lds(const uq_decode_params &p, int b, int kh, int l
  * q . k). One FP8 MFMA per K group G: A = K code dword G of token
  * lane & 15 as FNUZ, B = bytes [32 G + 8 g, +8) of query row lane & 15
  * (zero queries for padding columns); each group's result times the K
- * scale of the result token's group G. */
-UQ_DEV void uq_g942_qk(const uq_g942_tile &t, const uq_u32 *q_s, int lane, float s[4]) {
+ * scale of the result token's group G, read from the table ks_s the
+ * lanes filled. */
+UQ_DEV void uq_g942_qk(const uq_g942_tile &t, const uq_u32 *q_s, const float *ks_s, int lane,
+                       float s[4]) {
   const int col = uq_g942_qk_b_query(lane);
 #pragma unroll
   for (int r = 0; r < 4; ++r)
@@ -193,7 +195,7 @@ UQ_DEV void uq_g942_qk(const uq_g942_tile &t, const uq_u32 *q_s, int lane, float
     const uq_cdna_f32x4 d = uq_g942_mfma_fp8(uq_cdna_f32x4_zero(), a, qb);
 #pragma unroll
     for (int r = 0; r < 4; ++r)
-      s[r] = s[r] + d[r] * uq_g942_scale(t.ks[r][G >> 2], 8 * (G & 3));
+      s[r] = s[r] + d[r] * ks_s[uq_g942_ks_index(G, uq_g942_acc_token(lane, r))];
   }
 }
 
@@ -203,7 +205,8 @@ UQ_DEV void uq_g942_qk(const uq_g942_tile &t, const uq_u32 *q_s, int lane, float
 #endif
 
 UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G942_KERNEL_ATTRS void UQ_KERNEL_NAME(uq_decode_params p) {
-  UQ_SHARED uq_u32 q_s[UQ_G942_LDS_BYTES(UQ_QG) / 4];
+  UQ_SHARED uq_u32 q_s[UQ_QG * UQ_G942_LDS_QROW / 4];
+  UQ_SHARED float ks_s[UQ_G942_LDS_KSCALES / 4];
   uq_grid_dependents(); /* the reduce may be scheduled */
   const int lane = uq_tid();
   const int b = uq_bid_x();
@@ -220,8 +223,7 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G942_KERNEL_ATTRS void UQ_KERNEL
   }
   const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
 
-  uq_g942_query_to_lds(p, b, kh, lane, q_s);
-  uq_barrier(); /* the query rows are written */
+  uq_g942_query_to_lds(p, b, kh, lane, q_s); /* read after the tile's first barrier */
 
   const int g = lane >> 4;
   const int col = uq_g942_acc_query(lane);
@@ -249,8 +251,15 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G942_KERNEL_ATTRS void UQ_KERNEL
     uq_g942_tile t;
     uq_g942_load_tile(t, p, bt_row, kh, base, seq_len, lane);
 
+    uq_barrier(); /* the previous tile's K scale reads are done */
+#pragma unroll
+    for (int k = 0; k < 2; ++k)
+      ks_s[uq_g942_ks_index(uq_g942_ks_group(lane, k), uq_g942_qk_a_token(lane))] =
+          uq_g942_scale(t.ks, uq_g942_ks_shift(lane, k));
+    uq_barrier();
+
     float s4[4];
-    uq_g942_qk(t, q_s, lane, s4);
+    uq_g942_qk(t, q_s, ks_s, lane, s4);
 
     /* Online softmax for column col over the lane's tokens 4 g + r, in
      * the steps of templates/portable/decode.hip. */
@@ -319,11 +328,8 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G942_KERNEL_ATTRS void UQ_KERNEL
         for (int par = 0; par < 2; ++par) {
           uq_g942_f32x2 f[4];
 #pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            f[r] = uq_g942_cvt_f32x2_fp8(vw[r][2 * half + par], sel);
-            f[r][0] = f[r][0] * vsc[r];
-            f[r][1] = f[r][1] * vsc[r];
-          }
+          for (int r = 0; r < 4; ++r)
+            f[r] = uq_g942_cvt_f32x2_fp8(vw[r][2 * half + par], sel, vsc[r]);
 #pragma unroll
           for (int k = 0; k < 2; ++k) {
             const int m = 8 * half + 4 * sel + par + 2 * k;

@@ -41,9 +41,14 @@
 #define UQ_G942_SLOT_V 136
 #define UQ_G942_SLOT_VSCALE 264
 
-/* ---- LDS (bytes): the FNUZ query only, QG rows of 256 bytes (permuted) */
+/* ---- LDS (bytes) --------------------------------------------------------
+ * The FNUZ query, QG rows of 256 bytes (permuted), then the tile's K
+ * scales as fp32, [group][token] (512 bytes): each lane turns two of its
+ * K token's scale bytes into fp32 once, and the result lanes read the four
+ * tokens they hold, per group, as 16 bytes. */
 #define UQ_G942_LDS_QROW 256
-#define UQ_G942_LDS_BYTES(qg) ((qg) * UQ_G942_LDS_QROW)
+#define UQ_G942_LDS_KSCALES 512
+#define UQ_G942_LDS_BYTES(qg) ((qg) * UQ_G942_LDS_QROW + UQ_G942_LDS_KSCALES)
 
 /* ---- the query permutation --------------------------------------------- */
 
@@ -66,9 +71,17 @@ UQ_DEV int uq_g942_qk_dim(int lane, int G, int s) {
   return 32 * G + 8 * (lane >> 4) + (s < 4 ? 2 * s : 2 * (s - 4) + 1);
 }
 /* Token (within the tile) and query of lane L's result register r (also
- * P's B operand and the tokens whose K scales and V the lane loads). */
+ * P's B operand and the tokens whose V the lane loads). */
 UQ_DEV int uq_g942_acc_token(int lane, int r) { return 4 * (lane >> 4) + r; }
 UQ_DEV int uq_g942_acc_query(int lane) { return lane & 15; }
+/* The K scale groups (k = 0, 1) lane L converts for its K token
+ * (uq_g942_qk_a_token): 2 (L >> 4) + k, bytes 2 ((L >> 4) & 1) + k of the
+ * token's scale dword at this slot byte. */
+UQ_DEV int uq_g942_ks_group(int lane, int k) { return 2 * (lane >> 4) + k; }
+UQ_DEV int uq_g942_ks_byte(int lane) { return UQ_G942_SLOT_KSCALE + 4 * (lane >> 5); }
+UQ_DEV int uq_g942_ks_shift(int lane, int k) { return 8 * (2 * ((lane >> 4) & 1) + k); }
+/* Index (fp32 words) of group G, token t in the K scale table. */
+UQ_DEV int uq_g942_ks_index(int G, int t) { return 16 * G + t; }
 
 /* ---- PV ---------------------------------------------------------------- */
 

@@ -34,10 +34,12 @@ UQ_DEV uq_u32 uq_g942_cvt_fp8x2(float lo, float hi) {
 }
 
 /* v_cvt_pk_f32_fp8 (FNUZ on gfx942): bytes 2 sel, 2 sel + 1 of src to two
- * fp32. The word select must be a constant: `sel` is one at every call. */
-UQ_DEV uq_g942_f32x2 uq_g942_cvt_f32x2_fp8(uq_u32 src, int sel) {
-  return sel ? __builtin_amdgcn_cvt_pk_f32_fp8((int)src, true)
-             : __builtin_amdgcn_cvt_pk_f32_fp8((int)src, false);
+ * fp32, then v_pk_mul_f32 by (scale, scale). The word select must be a
+ * constant: `sel` is one at every call. */
+UQ_DEV uq_g942_f32x2 uq_g942_cvt_f32x2_fp8(uq_u32 src, int sel, float scale) {
+  const uq_g942_f32x2 f = sel ? __builtin_amdgcn_cvt_pk_f32_fp8((int)src, true)
+                              : __builtin_amdgcn_cvt_pk_f32_fp8((int)src, false);
+  return f * (uq_g942_f32x2){scale, scale};
 }
 
 /* v_perm_b32 picking bytes 2, 3 of lo and of hi: the top halves of two

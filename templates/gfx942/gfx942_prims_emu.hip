@@ -50,11 +50,12 @@ UQ_DEV uq_cdna_f32x4 uq_g942_mfma_fp8(uq_cdna_f32x4 acc, uq_g942_fp8x8 a, uq_g94
 /* 2. v_cvt_pk_fp8_f32, FNUZ (per lane, no exchange). */
 UQ_DEV uq_u32 uq_g942_cvt_fp8x2(float lo, float hi) { return uq_cdna3_cvt_pk_fp8_f32(lo, hi); }
 
-/* 3. v_cvt_pk_f32_fp8, FNUZ (per lane, no exchange). */
-UQ_DEV uq_g942_f32x2 uq_g942_cvt_f32x2_fp8(uq_u32 src, int sel) {
+/* 3. v_cvt_pk_f32_fp8, FNUZ, then v_pk_mul_f32 by (scale, scale) (per
+ * lane, no exchange). */
+UQ_DEV uq_g942_f32x2 uq_g942_cvt_f32x2_fp8(uq_u32 src, int sel, float scale) {
   uq_g942_f32x2 r;
-  r.v[0] = uq_cdna3_cvt_f32_fp8(src, sel, 0);
-  r.v[1] = uq_cdna3_cvt_f32_fp8(src, sel, 1);
+  r.v[0] = uq_cdna3_cvt_f32_fp8(src, sel, 0) * scale;
+  r.v[1] = uq_cdna3_cvt_f32_fp8(src, sel, 1) * scale;
   return r;
 }
 
