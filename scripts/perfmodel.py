@@ -92,14 +92,14 @@ def tile_cycles(t, k):
     return c + t["mfma_tile_cycles"] * mix["mfma"] / t["mfma_tile_count"]
 
 
-def predict(t, plan, k, seq):
+def predict(t, plan, k, seq, hq=HQ):
     p = plan["num_partitions"]
     qg = plan["query_group_size"]
     kv = BATCH * HK * seq * SLOT_BYTES
     # decode writes bf16 partial outputs + fp32 max/sum, reduce reads them
     # and writes the bf16 output; the query is read once.
     ws = BATCH * HK * p * qg * (D * 2 + 8)
-    io = BATCH * HQ * D * 2 * 2
+    io = BATCH * hq * D * 2 * 2
     total_bytes = kv + 2 * ws + io
     floor_us = total_bytes / t["hbm_bytes_per_s"] * 1e6
     wgs = BATCH * HK * p
@@ -136,11 +136,12 @@ def main():
         rows.append(predict(t, plan, k, seq))
     res = []
     for qg in (6, 8, 16):
-        _, k = decode_info(a.uqjit, a.target, qg, 1, 131072)
-        res.append((qg, k))
+        plan, k = decode_info(a.uqjit, a.target, qg, 1, 131072)
+        res.append((qg, k, predict(t, plan, k, 131072, hq=qg)))
     if not a.markdown:
         json.dump({"kernel": k0, "rows": rows,
-                   "resources": {str(q): k for q, k in res}}, sys.stdout,
+                   "resources": {str(q): k for q, k, _ in res},
+                   "qg_131k": {str(q): r for q, _, r in res}}, sys.stdout,
                   indent=1)
         print()
         return
@@ -150,7 +151,7 @@ def main():
           " vmem | lds | mfma | valu | salu | smem | wait | branch |"
           " issue cycles/tile |")
     print("|---|" + "---|" * 15)
-    for qg, k in res:
+    for qg, k, _ in res:
         m = k.get("per_tile", {})
         print(f"| {qg} | {k['vgprs']} | {k['agprs']} | {k['sgprs']} |"
               f" {k['lds_bytes']} | {k['scratch_bytes']} |"
@@ -174,6 +175,13 @@ def main():
               f" {r['issue_us']:.1f} | {r['launch_us']:.1f} |"
               f" {r['predicted_us']:.1f} |"
               f" {f'{meas:.1f}' if meas else 'none'} |")
+    print()
+    print("Per query group at 131k (B = 16, Hk = 1, Hq = QG):\n")
+    print("| QG | HBM floor (us) | issue bound (us) | predicted (us) |")
+    print("|---|---|---|---|")
+    for qg, _, r in res:
+        print(f"| {qg} | {r['floor_us']:.1f} | {r['issue_us']:.1f} |"
+              f" {r['predicted_us']:.1f} |")
 
 
 if __name__ == "__main__":

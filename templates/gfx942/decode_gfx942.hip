@@ -2,11 +2,12 @@
  * one wave64 per workgroup owns (sequence b, kv head kh, partition part)
  * and all UQ_QG query heads (padded to 16 MFMA columns; columns >= UQ_QG
  * hold zero queries and are never written). Per 16-token tile every lane
- * loads, straight from the cache, the bytes its operands need (no staging
- * through LDS, no barrier in the loop): QK is one FNUZ FP8 MFMA per K
- * group of 32 dims (K codes turned into FP8 by integer work, the query
- * converted once per workgroup and kept in LDS), each group's result
- * times that token's K scale; the online softmax in fp32; V converted to
+ * loads, straight from the cache, the bytes its operands need (K and V are
+ * not staged through LDS): QK is one FNUZ FP8 MFMA per K group of 32 dims
+ * (K codes turned into FP8 by integer work, the query converted once per
+ * workgroup and kept in LDS), each group's result times that token's K
+ * scale (converted once per tile into a small LDS table); the online
+ * softmax in fp32; V converted to
  * bf16 through FP8 and v_cvt_pk_f32_fp8 with each token's scale, and 16
  * bf16 MFMAs for PV. Every CDNA operation goes through the uq_g942_* and
  * uq_cdna_* primitives, so this text compiles for gfx942

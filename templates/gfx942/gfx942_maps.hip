@@ -5,9 +5,9 @@
  * every map against an independent model.
  *
  * Facts (docs/KERNELS.md, "gfx942"): one wave64 a workgroup; a tile is 16
- * tokens; lane L = 16 g + i, g = L >> 4, i = L & 15. No staging through
- * LDS: every lane loads, straight from the cache, the bytes its MFMA
- * operands need.
+ * tokens; lane L = 16 g + i, g = L >> 4, i = L & 15. K and V are not
+ * staged through LDS: every lane loads, straight from the cache, the bytes
+ * its MFMA operands need.
  *  - QK, one v_mfma_f32_16x16x32_fp8_fp8 per K group G (G = 0..7: head
  *    dims 32 G .. 32 G + 31), A = K (rows: tokens), B = the query
  *    (columns: queries), both FNUZ FP8. A lane 16 g + i holds token i's
@@ -18,8 +18,9 @@
  *    [32 G + 8 g, +8) of query row j.
  *  - D (16 x 16 f32): lane L, register r holds token 4 (L >> 4) + r of
  *    query L & 15. Each group's result is multiplied by that token's K
- *    scale of the group and summed over the groups: the lane loads the K
- *    scale dwords of its four result tokens.
+ *    scale of the group and summed over the groups: each lane converts two
+ *    scale bytes of its K token into an LDS table, from which the result
+ *    lanes read their four tokens' scales.
  *  - PV, 16 v_mfma_f32_16x16x16_bf16 a tile (m = 0..15), A = V transposed
  *    (rows: head dims, k: tokens), B = P (k: tokens, columns: queries): B
  *    lane 16 g + j holds tokens 4 g .. 4 g + 3 of query j, exactly the QK
