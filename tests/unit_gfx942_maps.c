@@ -397,16 +397,16 @@ static void k_scale_table_is_filled_once_and_read_by_the_result_lanes(void **st)
 
 /* ---- LDS ---- */
 
-/* The query rows and the K scale table (4.5 KiB at QG 16): 14
- * workgroups fit a CU's 64 KiB, more than the registers allow; a B read
- * (8 bytes at row q, byte qk_b_byte) stays in its row and is 8-byte
- * aligned. */
+/* The 16 query rows (padding rows zero) and the K scale table, 4.5 KiB
+ * at every QG: 14 workgroups fit a CU's 64 KiB, more than the registers
+ * allow; a B read (8 bytes at row q, byte qk_b_byte) stays in its row and
+ * is 8-byte aligned. */
 static void lds_holds_the_query_rows_and_the_k_scales(void **st) {
   (void)st;
-  assert_int_equal(UQ_G942_LDS_BYTES(16), 4096 + 512);
-  assert_int_equal(UQ_G942_LDS_BYTES(6), 1536 + 512);
+  assert_int_equal(UQ_G942_LDS_BYTES, 16 * 256 + 512);
   assert_int_equal(UQ_G942_LDS_KSCALES, 8 * TILE * 4);
-  assert_true(65536 / UQ_G942_LDS_BYTES(16) >= 12);
+  assert_int_equal(UQ_G942_LDS_QROWS, 16); /* every MFMA column */
+  assert_true(65536 / UQ_G942_LDS_BYTES >= 12);
   for (int lane = 0; lane < LANES; lane++)
     for (int G = 0; G < 8; G++) {
       int b = uq_g942_qk_b_byte(lane, G);

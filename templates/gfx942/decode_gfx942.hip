@@ -39,17 +39,27 @@ constexpr float UQ_G942_PV_SCALE = 128.0f;
  * softmax masks to -inf (so P = 0 times a finite V: stale bytes, scale
  * byte 255 included, never reach a product). Where blocks hold whole
  * tiles (block_size a multiple of 16, every size vLLM uses) one
- * block-table entry serves the tile. Token indices fit 32 bits (the host
- * refuses windows past INT32_MAX); the slot offset is 64-bit. */
-UQ_DEV const uq_u8 *uq_g942_slot(const uq_decode_params &p, const int *bt_row, int kh,
-                                 uq_u32 base, int x, uq_u32 seq_len) {
-  const uq_u32 t = base + (uq_u32)x < seq_len ? base + (uq_u32)x : base;
-  uq_i64 row;
-  if (UQ_BLOCK_SIZE % UQ_G942_TILE == 0)
-    row = (uq_i64)bt_row[base / UQ_BLOCK_SIZE] * UQ_BLOCK_SIZE + (base % UQ_BLOCK_SIZE) +
-          (t - base);
-  else
-    row = (uq_i64)bt_row[t / UQ_BLOCK_SIZE] * UQ_BLOCK_SIZE + (t % UQ_BLOCK_SIZE);
+ * block-table entry serves the tile, and a token's slot is the tile's
+ * first slot (`tile`, the same for the whole wave) plus a 32-bit offset.
+ * Token indices fit 32 bits (the host refuses windows past INT32_MAX);
+ * the slot offsets are 64-bit. */
+constexpr bool UQ_G942_WHOLE_TILES = UQ_BLOCK_SIZE % UQ_G942_TILE == 0;
+static_assert((long long)(UQ_G942_TILE - 1) * UQ_NUM_KV_HEADS * UQ_PADDED_SLOT < 0x7fffffffLL,
+              "gfx942 layer: a tile's slot offsets must fit 32 bits");
+
+UQ_DEV const uq_u8 *uq_g942_tile_slot(const uq_decode_params &p, const int *bt_row, int kh,
+                                      uq_u32 base) {
+  const uq_i64 row = (uq_i64)bt_row[base / UQ_BLOCK_SIZE] * UQ_BLOCK_SIZE + (base % UQ_BLOCK_SIZE);
+  return p.kv_cache + uq_slot_offset(row, kh);
+}
+
+UQ_DEV const uq_u8 *uq_g942_slot(const uq_decode_params &p, const uq_u8 *tile, const int *bt_row,
+                                 int kh, uq_u32 base, int x, uq_u32 seq_len) {
+  const bool live = base + (uq_u32)x < seq_len;
+  if (UQ_G942_WHOLE_TILES)
+    return tile + (live ? (uq_u32)x * (uq_u32)(UQ_NUM_KV_HEADS * UQ_PADDED_SLOT) : 0u);
+  const uq_u32 t = live ? base + (uq_u32)x : base;
+  const uq_i64 row = (uq_i64)bt_row[t / UQ_BLOCK_SIZE] * UQ_BLOCK_SIZE + (t % UQ_BLOCK_SIZE);
   return p.kv_cache + uq_slot_offset(row, kh);
 }
 
@@ -73,14 +83,15 @@ struct uq_g942_tile {
 
 UQ_DEV void uq_g942_load_tile(uq_g942_tile &t, const uq_decode_params &p, const int *bt_row,
                               int kh, uq_u32 base, uq_u32 seq_len, int lane) {
-  const uq_u8 *ks = uq_g942_slot(p, bt_row, kh, base, uq_g942_qk_a_token(lane), seq_len);
+  const uq_u8 *tile = UQ_G942_WHOLE_TILES ? uq_g942_tile_slot(p, bt_row, kh, base) : nullptr;
+  const uq_u8 *ks = uq_g942_slot(p, tile, bt_row, kh, base, uq_g942_qk_a_token(lane), seq_len);
 #pragma unroll
   for (int G = 0; G < 8; ++G)
     t.kc[G] = uq_g942_word(ks, uq_g942_qk_a_byte(lane, G));
   t.ks = uq_g942_word(ks, uq_g942_ks_byte(lane));
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    const uq_u8 *s = uq_g942_slot(p, bt_row, kh, base, uq_g942_acc_token(lane, r), seq_len);
+    const uq_u8 *s = uq_g942_slot(p, tile, bt_row, kh, base, uq_g942_acc_token(lane, r), seq_len);
     t.vc[r][0] = uq_g942_word(s, uq_g942_v_code_byte(lane));
     t.vc[r][1] = uq_g942_word(s, uq_g942_v_code_byte(lane) + 4);
     t.vs[r] = uq_g942_word(s, uq_g942_v_scale_byte(lane));
@@ -173,7 +184,7 @@ UQ_DEV void uq_g942_query_to_lds(const uq_decode_params &p, int b, int kh, int l
 /* The tile's scores of the lane's four result tokens (unscaled: 2^-8 x
  * q . k). One FP8 MFMA per K group G: A = K code dword G of token
  * lane & 15 as FNUZ, B = bytes [32 G + 8 g, +8) of query row lane & 15
- * (zero queries for padding columns); each group's result times the K
+ * (rows past UQ_QG are zero queries); each group's result times the K
  * scale of the result token's group G, read from the table ks_s the
  * lanes filled. */
 UQ_DEV void uq_g942_qk(const uq_g942_tile &t, const uq_u32 *q_s, const float *ks_s, int lane,
@@ -191,8 +202,8 @@ UQ_DEV void uq_g942_qk(const uq_g942_tile &t, const uq_u32 *q_s, const float *ks
     a[1] = odd;
     uq_g942_fp8x8 qb;
     const int at = (col * 256 + uq_g942_qk_b_byte(lane, G)) >> 2;
-    qb[0] = col < UQ_QG ? q_s[at] : 0u;
-    qb[1] = col < UQ_QG ? q_s[at + 1] : 0u;
+    qb[0] = q_s[at];
+    qb[1] = q_s[at + 1];
     const uq_cdna_f32x4 d = uq_g942_mfma_fp8(uq_cdna_f32x4_zero(), a, qb);
 #pragma unroll
     for (int r = 0; r < 4; ++r)
@@ -206,7 +217,7 @@ UQ_DEV void uq_g942_qk(const uq_g942_tile &t, const uq_u32 *q_s, const float *ks
 #endif
 
 UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G942_KERNEL_ATTRS void UQ_KERNEL_NAME(uq_decode_params p) {
-  UQ_SHARED uq_u32 q_s[UQ_QG * UQ_G942_LDS_QROW / 4];
+  UQ_SHARED uq_u32 q_s[UQ_G942_LDS_QROWS * UQ_G942_LDS_QROW / 4];
   UQ_SHARED float ks_s[UQ_G942_LDS_KSCALES / 4];
   uq_grid_dependents(); /* the reduce may be scheduled */
   const int lane = uq_tid();
@@ -225,6 +236,10 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G942_KERNEL_ATTRS void UQ_KERNEL
   const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
 
   uq_g942_query_to_lds(p, b, kh, lane, q_s); /* read after the tile's first barrier */
+  /* The padding columns' rows: zero queries, so that the B reads need no
+   * condition. */
+  for (int k = lane; k < (UQ_G942_LDS_QROWS - UQ_QG) * UQ_G942_LDS_QROW / 4; k += UQ_BLOCK_THREADS)
+    q_s[UQ_QG * UQ_G942_LDS_QROW / 4 + k] = 0u;
 
   const int g = lane >> 4;
   const int col = uq_g942_acc_query(lane);

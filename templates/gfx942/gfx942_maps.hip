@@ -43,13 +43,15 @@
 #define UQ_G942_SLOT_VSCALE 264
 
 /* ---- LDS (bytes) --------------------------------------------------------
- * The FNUZ query, QG rows of 256 bytes (permuted), then the tile's K
- * scales as fp32, [group][token] (512 bytes): each lane turns two of its
- * K token's scale bytes into fp32 once, and the result lanes read the four
- * tokens they hold, per group, as 16 bytes. */
+ * The FNUZ query, 16 rows of 256 bytes (permuted; rows QG..15, the MFMA's
+ * padding columns, hold zeros), then the tile's K scales as fp32,
+ * [group][token] (512 bytes): each lane turns two of its K token's scale
+ * bytes into fp32 once, and the result lanes read the four tokens they
+ * hold, per group, as 16 bytes. */
 #define UQ_G942_LDS_QROW 256
+#define UQ_G942_LDS_QROWS 16
 #define UQ_G942_LDS_KSCALES 512
-#define UQ_G942_LDS_BYTES(qg) ((qg) * UQ_G942_LDS_QROW + UQ_G942_LDS_KSCALES)
+#define UQ_G942_LDS_BYTES (UQ_G942_LDS_QROWS * UQ_G942_LDS_QROW + UQ_G942_LDS_KSCALES)
 
 /* ---- the query permutation --------------------------------------------- */
 
