@@ -24,36 +24,13 @@
 #include <cmocka.h>
 
 #include "lib/base/alloc.h"
-#include "lib/base/error.h"
-#include "lib/compile/compiler.h"
-#include "lib/compile/disasm.h"
-#include "lib/gpu/platform.h"
 
+#include "tests/emu_probe.h"
 #include "tests/template_host.h"
 #include <math.h>
 
 #include "templates/cdna/cdna_layouts.hip"
 #include "templates/gfx950/cdna4_layouts.hip"
-
-/* The text of a template file under the source root (UQ_SOURCE_ROOT). */
-static char *read_template(const char *rel) {
-  const char *root = getenv("UQ_SOURCE_ROOT");
-  assert_non_null(root);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/templates/%s", root, rel);
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    fail_msg("cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 1);
-  assert_non_null(text);
-  assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-  text[n] = '\0';
-  fclose(f);
-  return text;
-}
 
 static const char constants[] =
     "#define UQ_VARIANT 3\n"
@@ -106,65 +83,27 @@ static const char probe[] =
     "}\n";
 
 /* The probe's source: the preludes, a constants block, the layouts, the
- * emulated primitives and the probe kernel (caller frees). */
-static char *probe_source(size_t *len_out) {
-  static const char *const parts[] = {
-      "prelude/prelude_nvrtc.hip", "common/uq_abi.h",        "common/numerics.hip",
-      NULL,                        "cdna/cdna_layouts.hip",  "gfx950/cdna4_layouts.hip",
-      "cdna/cdna_prims_emu.hip",   "gfx950/gfx950_prims_emu.hip",
-  };
-  size_t cap = 1 << 20, len = 0;
-  char *src = malloc(cap);
-  assert_non_null(src);
-  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-    char *text = parts[i] ? read_template(parts[i]) : NULL;
-    const char *piece = text ? text : constants;
-    size_t n = strlen(piece);
-    assert_true(len + n + 2 < cap);
-    memcpy(src + len, piece, n);
-    len += n;
-    src[len++] = '\n';
-    free(text);
-  }
-  size_t n = strlen(probe);
-  assert_true(len + n + 1 < cap);
-  memcpy(src + len, probe, n + 1);
-  *len_out = len + n;
-  return src;
-}
-
-static void *compile_probe(const char *target, size_t *obj_len) {
-  const uq__compiler *cc = NULL;
-  int rc = uq__compiler_for_target(target, &cc);
-  if (rc == UQ_ENOCOMPILER) {
-    print_message("no NVRTC: %s\n", uq_last_error());
-    skip();
-  }
-  assert_int_equal(rc, 0);
-  size_t len = 0;
-  char *src = probe_source(&len);
-  void *obj = NULL;
-  rc = uq__compiler_compile(cc, target, src, len, "uq_g950_emu_probe", &obj, obj_len);
-  if (rc != 0)
-    print_message("%s\n", uq_last_error());
-  assert_int_equal(rc, 0);
-  free(src);
-  return obj;
-}
+ * emulated primitives, then the probe kernel (emu_probe.h). */
+static const char *const parts[] = {
+    "prelude/prelude_nvrtc.hip", "common/uq_abi.h",        "common/numerics.hip",
+    NULL,                        "cdna/cdna_layouts.hip",  "gfx950/cdna4_layouts.hip",
+    "cdna/cdna_prims_emu.hip",   "gfx950/gfx950_prims_emu.hip",
+};
+#define NPARTS (sizeof parts / sizeof parts[0])
 
 static void emu_prims_compile_with_the_preludes_under_nvrtc(void **state) {
   (void)state;
-  size_t obj_len = 0;
-  void *obj = compile_probe("sm_90", &obj_len);
-  uq_code_info info;
-  assert_int_equal(uq__code_info_from_object("sm_90", obj, obj_len, &info), 0);
-  print_message("emu probe: %d registers, %d bytes shared, %d bytes local\n",
-                info.registers, info.lds_bytes, info.scratch_bytes);
+  size_t len = 0, obj_len = 0;
+  char *src = emu_probe_source(parts, NPARTS, constants, probe, &len);
+  void *obj = emu_probe_compile("sm_90", src, len, "uq_g950_emu_probe", &obj_len);
+  free(src);
+  int regs, shared, local;
+  emu_probe_resources(obj, obj_len, &regs, &shared, &local);
   /* 14 words a lane of exchange buffer + the probe's 512-byte tile, plus
    * at most the 1 KiB per block that sm_90 reserves for the system. */
-  assert_true(info.lds_bytes >= 14 * 64 * 4 + 512);
-  assert_true(info.lds_bytes <= 14 * 64 * 4 + 512 + 1024);
-  assert_int_equal(info.scratch_bytes, 0);
+  assert_true(shared >= 14 * 64 * 4 + 512);
+  assert_true(shared <= 14 * 64 * 4 + 512 + 1024);
+  assert_int_equal(local, 0);
   uq__free(obj);
 }
 
@@ -262,51 +201,16 @@ static void host_model(const uq_u32 *in, uq_u32 *out) {
 
 static const char *mode = "compile";
 
+static void fill_inputs(uint32_t *in, int round) {
+  (void)round;
+  random_inputs(in);
+}
+
 /* Runs the probe on the device over random operands, several rounds. */
 static void emu_prims_on_the_device_equal_the_host_model(void **state) {
   (void)state;
-  const uq__platform *pl = NULL;
-  uq__pdev *dev = NULL;
-  char arch[64] = "";
-  if (uq__platform_pick(&pl) != 0 || strcmp(pl->name, "cuda") != 0 ||
-      pl->device_open(0, &dev) != 0 || pl->device_arch(dev, arch, sizeof arch) != 0 ||
-      strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 90) {
-    fprintf(stderr, "no NVIDIA device of sm_90 or newer (%s): %s\n", arch, uq_last_error());
-    exit(77);
-  }
-  size_t obj_len = 0;
-  void *obj = compile_probe(arch, &obj_len);
-  void *module = NULL, *fn = NULL;
-  assert_int_equal(pl->make_current(dev), 0);
-  assert_int_equal(pl->module_load(dev, obj, obj_len, &module), 0);
-  uq__free(obj);
-  assert_int_equal(pl->module_function(dev, module, "uq_g950_emu_probe", &fn), 0);
-  static uq_u32 in[64 * 16], out[64 * 24], want[64 * 24];
-  void *d_in = NULL, *d_out = NULL;
-  assert_int_equal(pl->mem_alloc(dev, sizeof in, &d_in), 0);
-  assert_int_equal(pl->mem_alloc(dev, sizeof out, &d_out), 0);
-  for (int round = 0; round < 8; round++) {
-    random_inputs(in);
-    host_model(in, want);
-    assert_int_equal(pl->memcpy_h2d(dev, d_in, in, sizeof in), 0);
-    assert_int_equal(pl->memset_d8(dev, d_out, 0xff, sizeof out), 0);
-    struct {
-      const void *in;
-      void *out;
-    } params = {d_in, d_out};
-    const uint32_t grid[3] = {1, 1, 1};
-    assert_int_equal(pl->launch(fn, grid, 64, &params, NULL), 0);
-    assert_int_equal(pl->synchronize(dev), 0);
-    assert_int_equal(pl->memcpy_d2h(dev, out, d_out, sizeof out), 0);
-    for (int i = 0; i < 64 * 24; i++)
-      if (out[i] != want[i])
-        fail_msg("round %d lane %d word %d: device 0x%08x, host 0x%08x", round, i / 24,
-                 i % 24, out[i], want[i]);
-  }
-  pl->mem_free(dev, d_in);
-  pl->mem_free(dev, d_out);
-  pl->module_unload(dev, module);
-  pl->device_close(dev);
+  emu_probe_run_on_device(parts, NPARTS, constants, probe, "uq_g950_emu_probe", 64 * 16,
+                          64 * 24, 8, fill_inputs, host_model);
 }
 
 int main(int argc, char **argv) {
