@@ -194,18 +194,20 @@ typedef enum {
 UQ_EXTERN int uq_target_canonical(const char *target, char *out, size_t n);
 
 /* The target layer inside the decode kernel. A key's name spells it as
- * v0 / v1 / v2 / v3; uq_plan_make_variant says which one a plan gets, and
- * its variant argument, uq_context_options.variant, UQJIT_VARIANT and the
- * command's --variant name one: "portable", "matrix", "warpgroup",
- * "gfx950-emu", or "auto" for the best. */
+ * v0 / v1 / v2 / v3 / v4; uq_plan_make_variant says which one a plan gets,
+ * and its variant argument, uq_context_options.variant, UQJIT_VARIANT and
+ * the command's --variant name one: "portable", "matrix", "warpgroup",
+ * "gfx950-emu", "gfx942-emu", or "auto" for the best. */
 typedef enum {
   UQ_VARIANT_PORTABLE = 0,  /* scalar FMA: correct on any GPU */
   UQ_VARIANT_MATRIX = 1,    /* the target's matrix units: mma.sync on NVIDIA sm_90+,
-                               scaled FP4 MFMA on gfx950; no other target has one */
+                               scaled FP4 MFMA on gfx950, FNUZ FP8 and bf16 MFMA on
+                               gfx942; no other target has one */
   UQ_VARIANT_WARPGROUP = 2, /* Hopper warpgroup matrix layer (wgmma): NVIDIA sm_90a only */
-  UQ_VARIANT_GFX950_EMU = 3 /* the gfx950 layer run on NVIDIA sm_90+ with every AMD
+  UQ_VARIANT_GFX950_EMU = 3, /* the gfx950 layer run on NVIDIA sm_90+ with every AMD
                                instruction emulated exactly: a test vehicle, only
                                when asked for by name ("gfx950-emu") */
+  UQ_VARIANT_GFX942_EMU = 4 /* the gfx942 layer likewise ("gfx942-emu") */
 } uq_kernel_variant;
 
 /* A kernel specialization key: byte-reproducible (memset then fill), so it

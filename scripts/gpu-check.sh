@@ -14,7 +14,9 @@
 # Environment: UQ_GPU_BUILD (build dir, default build-gpu), UQJIT_CACHE_DIR
 # (default /tmp/uqjit-gpu-cache), OUT (logs are copied there when set),
 # UQ_GPU_SUITES (default "unit gpu"), UQ_GPU_FORCE_DEPS=1 (use .deps/ even
-# when the packages are installed).
+# when the packages are installed); UQ_TEST_VARIANT (passed through to
+# gpu.decode: default|matrix|portable|gfx950-emu|gfx942-emu runs that
+# decode layer only).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # compute-sanitizer memcheck, racecheck and initcheck of the gpu suite on
 # one decode layer, by default the one the device gets (UQ_TEST_VARIANT=
-# default|matrix|portable|gfx950-emu): every gpu.decode test (the fused and prologue query
+# default|matrix|portable|gfx950-emu|gfx942-emu): every gpu.decode test (the fused and prologue query
 # paths; stale slots, garbage block-table tails, block sizes 16 and 256;
 # padded slots; rising scores, which move the softmax references; the GQA
 # x block-size matrix), gpu.store and gpu.graph, as the suite runs them

@@ -111,6 +111,29 @@ static void plan_on_sm90a_names_the_warpgroup_layer(void **state) {
   result_free(&r);
 }
 
+/* MI300X and MI325X get the gfx942 layer (v1, one wave64); portable
+ * stays selectable. */
+static void plan_on_mi300x_names_the_gfx942_layer(void **state) {
+  (void)state;
+  unsetenv("UQJIT_VARIANT");
+  result r = RUN("plan", SHAPE_4x8x1, "--target", "mi300x");
+  if (r.code != 0)
+    fail_msg("exit %d, stderr: %s", r.code, r.err);
+  assert_string_equal(r.err, "");
+  assert_non_null(strstr(r.out, "block threads:     64"));
+  assert_non_null(strstr(
+      r.out, "uq_decode_gfx942.sramecc+.xnack-_bf16_v1_d256_hk1_p16_mb64"));
+  assert_non_null(strstr(r.out, "uq_reduce_gfx942.sramecc+.xnack-_bf16_v1_d256_hk1_p16_qg8"));
+  result_free(&r);
+  setenv("UQJIT_VARIANT", "portable", 1);
+  r = RUN("plan", SHAPE_4x8x1, "--target", "mi325x");
+  unsetenv("UQJIT_VARIANT");
+  assert_int_equal(r.code, 0);
+  assert_non_null(strstr(r.out, "uq_decode_gfx942.sramecc+.xnack-_bf16_v0_d256"));
+  assert_null(strstr(r.out, "_v1_"));
+  result_free(&r);
+}
+
 static void plan_text_summarises_the_plan(void **state) {
   (void)state;
   result r = RUN("plan", SHAPE_4x8x1);
@@ -315,6 +338,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(plan_json_reports_sixteen_partitions_one_tile_group),
       cmocka_unit_test(plan_json_lists_prologue_when_not_fused),
       cmocka_unit_test(plan_on_sm90a_names_the_warpgroup_layer),
+      cmocka_unit_test(plan_on_mi300x_names_the_gfx942_layer),
       cmocka_unit_test(plan_text_summarises_the_plan),
       cmocka_unit_test(plan_ineligible_shape_exits_zero_with_reason),
       cmocka_unit_test(plan_malformed_flags_exit_two),

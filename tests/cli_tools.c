@@ -550,6 +550,36 @@ static void warm_fills_cache_hits_and_recompiles_corrupt_entry(void **s) {
   free(dir);
 }
 
+/* dump --isa on gfx942: the gfx942 layer (the default there) compiled,
+ * its per-tile mix with the layer's 24 MFMAs (8 FP8, 16 bf16), three
+ * waves a SIMD (12 a CU) and no scratch, in JSON and in text. */
+static void dump_isa_on_gfx942_reports_the_layer_mix_and_occupancy(void **s) {
+  (void)s;
+  char *dir = make_tmpdir();
+  unsetenv("UQJIT_VARIANT");
+  result r = RUN("dump", "--batch", "16", SHAPE_WIDE, "--target", "mi300x", "--kind",
+                 "decode", "--isa", "--json", "--cache-dir", dir);
+  expect_ok(&r, "dump --isa --json gfx942");
+  assert_non_null(strstr(r.out, "\"name\": \"uq_decode_gfx942.sramecc+.xnack-_bf16_v1_"));
+  assert_true(json_int(r.out, "scratch_bytes") == 0);
+  assert_true(json_int(r.out, "waves_per_cu") == 12);
+  if (strstr(r.err, "no disassembler") == NULL)
+    assert_non_null(strstr(r.out, "\"mfma\": 24.0000"));
+  result_free(&r);
+  r = RUN("dump", "--batch", "16", SHAPE_WIDE, "--target", "mi300x", "--kind", "decode",
+          "--isa", "--no-source", "--cache-dir", dir);
+  expect_ok(&r, "dump --isa gfx942");
+  if (strstr(r.err, "no disassembler") == NULL) {
+    assert_non_null(strstr(r.out, "v_mfma_f32_16x16x32_fp8_fp8"));
+    assert_non_null(strstr(r.out, "// ---- instruction mix per 16-token tile"));
+    assert_non_null(strstr(r.out, "3 waves/SIMD"));
+  }
+  result_free(&r);
+  setenv("UQJIT_VARIANT", "portable", 1);
+  rmtree(dir);
+  free(dir);
+}
+
 /* The name after the first "key_name": in `json` (static buffer). */
 static const char *first_key_name(const char *json) {
   static char name[256];
@@ -906,6 +936,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(
             warm_into_an_unusable_directory_exits_one_naming_the_cause),
         cmocka_unit_test(cache_tools_see_a_read_only_layer_alone),
+        cmocka_unit_test(dump_isa_on_gfx942_reports_the_layer_mix_and_occupancy),
     };
     return cmocka_run_group_tests_name("cli_tools_compile", tests, NULL,
                                        NULL);

@@ -1,4 +1,5 @@
-/* The gfx950-emu primitives (templates/gfx950/gfx950_prims_emu.hip on
+/* The gfx950-emu primitives (templates/cdna/cdna_prims_emu.hip and
+ * templates/gfx950/gfx950_prims_emu.hip on cdna_layouts.hip and
  * cdna4_layouts.hip).
  * compile (no argument): they compile under NVRTC for sm_90 after the
  * route's prelude, uq_abi.h and numerics.hip, as the layer's templates
@@ -9,7 +10,7 @@
  * NVRTC.
  * gpu (argument "gpu"): the probe runs on the device (one 64-thread block)
  * on random operands and every output equals, bit for bit, the host model
- * built from the same cdna4_layouts.hip: the shared-memory exchange,
+ * built from the same cdna_layouts.hip and cdna4_layouts.hip: the shared-memory exchange,
  * barriers and register packing of the emulation do what the layouts say.
  * Exits 77 without an NVIDIA device of sm_90 or newer. */
 #include <setjmp.h>
@@ -23,35 +24,13 @@
 #include <cmocka.h>
 
 #include "lib/base/alloc.h"
-#include "lib/base/error.h"
-#include "lib/compile/compiler.h"
-#include "lib/compile/disasm.h"
-#include "lib/gpu/platform.h"
 
+#include "tests/emu_probe.h"
 #include "tests/template_host.h"
 #include <math.h>
 
+#include "templates/cdna/cdna_layouts.hip"
 #include "templates/gfx950/cdna4_layouts.hip"
-
-/* The text of a template file under the source root (UQ_SOURCE_ROOT). */
-static char *read_template(const char *rel) {
-  const char *root = getenv("UQ_SOURCE_ROOT");
-  assert_non_null(root);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/templates/%s", root, rel);
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    fail_msg("cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 1);
-  assert_non_null(text);
-  assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-  text[n] = '\0';
-  fclose(f);
-  return text;
-}
 
 static const char constants[] =
     "#define UQ_VARIANT 3\n"
@@ -67,7 +46,7 @@ static const char probe[] =
     "UQ_DEV float uq_probe_clamp(float x) { return fminf(448.0f, uq_fmax(-448.0f, x)); }\n"
     "extern \"C\" __global__ void __launch_bounds__(64)\n"
     "uq_g950_emu_probe(uq_probe_params p) {\n"
-    "  static_assert(UQ_BLOCK_THREADS == UQ_G950_WAVE, \"one wave64\");\n"
+    "  static_assert(UQ_BLOCK_THREADS == UQ_CDNA_WAVE, \"one wave64\");\n"
     "  __shared__ __align__(8) uq_u16 tile[64 * 4];\n"
     "  const int lane = uq_tid();\n"
     "  const uq_u32 *in = p.in + 16 * lane;\n"
@@ -76,92 +55,55 @@ static const char probe[] =
     "  uq_g950_fp8x32 b;\n"
     "  for (int r = 0; r < 4; r++) a[r] = in[r];\n"
     "  for (int r = 0; r < 8; r++) b[r] = in[4 + r];\n"
-    "  uq_g950_f32x4 q1 = uq_g950_mfma_qk(uq_g950_f32x4_zero(), a, in[12], b);\n"
-    "  uq_g950_f32x4 q2 = uq_g950_mfma_qk(q1, a, in[13], b);\n"
+    "  uq_cdna_f32x4 q1 = uq_g950_mfma_qk(uq_cdna_f32x4_zero(), a, in[12], b);\n"
+    "  uq_cdna_f32x4 q2 = uq_g950_mfma_qk(q1, a, in[13], b);\n"
     "  for (int r = 0; r < 4; r++) { out[r] = uq_f32_bits(q1[r]); out[4 + r] = uq_f32_bits(q2[r]); }\n"
-    "  uq_g950_bf16x4 v, pb;\n"
+    "  uq_cdna_bf16x4 v, pb;\n"
     "  v[0] = uq_g950_cvt_fp4x2_bf16(a[0], uq_pow2i(3), 0);\n"
     "  v[1] = uq_g950_cvt_fp4x2_bf16(a[0], uq_pow2i(-2), 3);\n"
     "  out[8] = v[0];\n"
     "  out[9] = v[1];\n"
     "  out[10] = uq_g950_cvt_fp8x2(uq_probe_clamp(q1[0]), uq_probe_clamp(q1[1]));\n"
-    "  out[11] = uq_g950_swizzle_xor(in[14], 1);\n"
-    "  out[12] = uq_g950_swizzle_xor(in[14], 16);\n"
-    "  out[13] = uq_f32_bits(uq_g950_swizzle_xor_f32(uq_bits_f32(in[15]), 4));\n"
-    "  out[14] = uq_f32_bits(uq_g950_wave_xor_f32(uq_bits_f32(in[15]), 32));\n"
-    "  out[15] = uq_f32_bits(uq_g950_wave_xor_f32(uq_bits_f32(in[15]), 8));\n"
+    "  out[11] = uq_cdna_swizzle_xor(in[14], 1);\n"
+    "  out[12] = uq_cdna_swizzle_xor(in[14], 16);\n"
+    "  out[13] = uq_f32_bits(uq_cdna_swizzle_xor_f32(uq_bits_f32(in[15]), 4));\n"
+    "  out[14] = uq_f32_bits(uq_cdna_wave_xor_f32(uq_bits_f32(in[15]), 32));\n"
+    "  out[15] = uq_f32_bits(uq_cdna_wave_xor_f32(uq_bits_f32(in[15]), 8));\n"
     "  ((uq_u32 *)tile)[2 * lane] = v[0];\n"
     "  ((uq_u32 *)tile)[2 * lane + 1] = v[1];\n"
-    "  uq_g950_bf16x4 t = uq_g950_lds_read_tr16(tile + 4 * (lane ^ 5));\n"
+    "  uq_cdna_bf16x4 t = uq_g950_lds_read_tr16(tile + 4 * (lane ^ 5));\n"
     "  out[16] = t[0];\n"
     "  out[17] = t[1];\n"
     "  pb[0] = in[14];\n"
     "  pb[1] = in[15];\n"
-    "  uq_g950_f32x4 d = uq_g950_mfma_pv(q1, t, pb);\n"
+    "  uq_cdna_f32x4 d = uq_cdna_mfma_bf16(q1, t, pb);\n"
     "  for (int r = 0; r < 4; r++) out[18 + r] = uq_f32_bits(d[r]);\n"
     "  out[22] = uq_g950_cvt_fp4x2_bf16(a[1], 1.0f, 1);\n"
     "  out[23] = 0u;\n"
     "}\n";
 
 /* The probe's source: the preludes, a constants block, the layouts, the
- * emulated primitives and the probe kernel (caller frees). */
-static char *probe_source(size_t *len_out) {
-  static const char *const parts[] = {
-      "prelude/prelude_nvrtc.hip", "common/uq_abi.h", "common/numerics.hip", NULL,
-      "gfx950/cdna4_layouts.hip",  "gfx950/gfx950_prims_emu.hip",
-  };
-  size_t cap = 1 << 20, len = 0;
-  char *src = malloc(cap);
-  assert_non_null(src);
-  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-    char *text = parts[i] ? read_template(parts[i]) : NULL;
-    const char *piece = text ? text : constants;
-    size_t n = strlen(piece);
-    assert_true(len + n + 2 < cap);
-    memcpy(src + len, piece, n);
-    len += n;
-    src[len++] = '\n';
-    free(text);
-  }
-  size_t n = strlen(probe);
-  assert_true(len + n + 1 < cap);
-  memcpy(src + len, probe, n + 1);
-  *len_out = len + n;
-  return src;
-}
-
-static void *compile_probe(const char *target, size_t *obj_len) {
-  const uq__compiler *cc = NULL;
-  int rc = uq__compiler_for_target(target, &cc);
-  if (rc == UQ_ENOCOMPILER) {
-    print_message("no NVRTC: %s\n", uq_last_error());
-    skip();
-  }
-  assert_int_equal(rc, 0);
-  size_t len = 0;
-  char *src = probe_source(&len);
-  void *obj = NULL;
-  rc = uq__compiler_compile(cc, target, src, len, "uq_g950_emu_probe", &obj, obj_len);
-  if (rc != 0)
-    print_message("%s\n", uq_last_error());
-  assert_int_equal(rc, 0);
-  free(src);
-  return obj;
-}
+ * emulated primitives, then the probe kernel (emu_probe.h). */
+static const char *const parts[] = {
+    "prelude/prelude_nvrtc.hip", "common/uq_abi.h",        "common/numerics.hip",
+    NULL,                        "cdna/cdna_layouts.hip",  "gfx950/cdna4_layouts.hip",
+    "cdna/cdna_prims_emu.hip",   "gfx950/gfx950_prims_emu.hip",
+};
+#define NPARTS (sizeof parts / sizeof parts[0])
 
 static void emu_prims_compile_with_the_preludes_under_nvrtc(void **state) {
   (void)state;
-  size_t obj_len = 0;
-  void *obj = compile_probe("sm_90", &obj_len);
-  uq_code_info info;
-  assert_int_equal(uq__code_info_from_object("sm_90", obj, obj_len, &info), 0);
-  print_message("emu probe: %d registers, %d bytes shared, %d bytes local\n",
-                info.registers, info.lds_bytes, info.scratch_bytes);
+  size_t len = 0, obj_len = 0;
+  char *src = emu_probe_source(parts, NPARTS, constants, probe, &len);
+  void *obj = emu_probe_compile("sm_90", src, len, "uq_g950_emu_probe", &obj_len);
+  free(src);
+  int regs, shared, local;
+  emu_probe_resources(obj, obj_len, &regs, &shared, &local);
   /* 14 words a lane of exchange buffer + the probe's 512-byte tile, plus
    * at most the 1 KiB per block that sm_90 reserves for the system. */
-  assert_true(info.lds_bytes >= 14 * 64 * 4 + 512);
-  assert_true(info.lds_bytes <= 14 * 64 * 4 + 512 + 1024);
-  assert_int_equal(info.scratch_bytes, 0);
+  assert_true(shared >= 14 * 64 * 4 + 512);
+  assert_true(shared <= 14 * 64 * 4 + 512 + 1024);
+  assert_int_equal(local, 0);
   uq__free(obj);
 }
 
@@ -201,7 +143,7 @@ static void random_inputs(uq_u32 *in) {
 
 static float clamp448(float x) { return fminf(448.0f, fmaxf(-448.0f, x)); }
 
-/* The probe's outputs computed on the host from cdna4_layouts.hip. */
+/* The probe's outputs computed on the host from the layout files. */
 static void host_model(const uq_u32 *in, uq_u32 *out) {
   static uq_u32 a[256], sa1[64], sa2[64], sb[64], b[512], v[128], t[128], pb[128];
   static float q1[64][4];
@@ -220,8 +162,8 @@ static void host_model(const uq_u32 *in, uq_u32 *out) {
   }
   for (int l = 0; l < 64; l++)
     for (int r = 0; r < 4; r++)
-      q1[l][r] = uq_cdna4_mfma_scale_f4f8_elem(a, sa1, 0, b, sb, 0, uq_cdna4_d_row(l, r),
-                                               uq_cdna4_d_col(l), 0.0f);
+      q1[l][r] = uq_cdna4_mfma_scale_f4f8_elem(a, sa1, 0, b, sb, 0, uq_cdna_d_row(l, r),
+                                               uq_cdna_d_col(l), 0.0f);
   for (int l = 0; l < 64; l++) {
     uq_u32 h[4];
     for (int e = 0; e < 4; e++) {
@@ -238,16 +180,16 @@ static void host_model(const uq_u32 *in, uq_u32 *out) {
     for (int r = 0; r < 4; r++) {
       o[r] = uq_f32_bits(q1[l][r]);
       o[4 + r] = uq_f32_bits(uq_cdna4_mfma_scale_f4f8_elem(
-          a, sa2, 0, b, sb, 0, uq_cdna4_d_row(l, r), uq_cdna4_d_col(l), q1[l][r]));
-      o[18 + r] = uq_f32_bits(uq_cdna4_mfma_bf16_elem(t, pb, uq_cdna4_d_row(l, r),
-                                                      uq_cdna4_d_col(l), q1[l][r]));
+          a, sa2, 0, b, sb, 0, uq_cdna_d_row(l, r), uq_cdna_d_col(l), q1[l][r]));
+      o[18 + r] = uq_f32_bits(uq_cdna_mfma_bf16_elem(t, pb, uq_cdna_d_row(l, r),
+                                                      uq_cdna_d_col(l), q1[l][r]));
     }
     o[8] = v[2 * l];
     o[9] = v[2 * l + 1];
     o[10] = uq_cdna4_cvt_pk_fp8_f32(clamp448(q1[l][0]), clamp448(q1[l][1]));
-    o[11] = in[16 * uq_cdna4_swizzle_src(l, uq_cdna4_swizzle_xor_offset(1)) + 14];
-    o[12] = in[16 * uq_cdna4_swizzle_src(l, uq_cdna4_swizzle_xor_offset(16)) + 14];
-    o[13] = in[16 * uq_cdna4_swizzle_src(l, uq_cdna4_swizzle_xor_offset(4)) + 15];
+    o[11] = in[16 * uq_cdna_swizzle_src(l, uq_cdna_swizzle_xor_offset(1)) + 14];
+    o[12] = in[16 * uq_cdna_swizzle_src(l, uq_cdna_swizzle_xor_offset(16)) + 14];
+    o[13] = in[16 * uq_cdna_swizzle_src(l, uq_cdna_swizzle_xor_offset(4)) + 15];
     o[14] = in[16 * (l ^ 32) + 15];
     o[15] = in[16 * (l ^ 8) + 15];
     o[16] = t[2 * l];
@@ -259,51 +201,16 @@ static void host_model(const uq_u32 *in, uq_u32 *out) {
 
 static const char *mode = "compile";
 
+static void fill_inputs(uint32_t *in, int round) {
+  (void)round;
+  random_inputs(in);
+}
+
 /* Runs the probe on the device over random operands, several rounds. */
 static void emu_prims_on_the_device_equal_the_host_model(void **state) {
   (void)state;
-  const uq__platform *pl = NULL;
-  uq__pdev *dev = NULL;
-  char arch[64] = "";
-  if (uq__platform_pick(&pl) != 0 || strcmp(pl->name, "cuda") != 0 ||
-      pl->device_open(0, &dev) != 0 || pl->device_arch(dev, arch, sizeof arch) != 0 ||
-      strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 90) {
-    fprintf(stderr, "no NVIDIA device of sm_90 or newer (%s): %s\n", arch, uq_last_error());
-    exit(77);
-  }
-  size_t obj_len = 0;
-  void *obj = compile_probe(arch, &obj_len);
-  void *module = NULL, *fn = NULL;
-  assert_int_equal(pl->make_current(dev), 0);
-  assert_int_equal(pl->module_load(dev, obj, obj_len, &module), 0);
-  uq__free(obj);
-  assert_int_equal(pl->module_function(dev, module, "uq_g950_emu_probe", &fn), 0);
-  static uq_u32 in[64 * 16], out[64 * 24], want[64 * 24];
-  void *d_in = NULL, *d_out = NULL;
-  assert_int_equal(pl->mem_alloc(dev, sizeof in, &d_in), 0);
-  assert_int_equal(pl->mem_alloc(dev, sizeof out, &d_out), 0);
-  for (int round = 0; round < 8; round++) {
-    random_inputs(in);
-    host_model(in, want);
-    assert_int_equal(pl->memcpy_h2d(dev, d_in, in, sizeof in), 0);
-    assert_int_equal(pl->memset_d8(dev, d_out, 0xff, sizeof out), 0);
-    struct {
-      const void *in;
-      void *out;
-    } params = {d_in, d_out};
-    const uint32_t grid[3] = {1, 1, 1};
-    assert_int_equal(pl->launch(fn, grid, 64, &params, NULL), 0);
-    assert_int_equal(pl->synchronize(dev), 0);
-    assert_int_equal(pl->memcpy_d2h(dev, out, d_out, sizeof out), 0);
-    for (int i = 0; i < 64 * 24; i++)
-      if (out[i] != want[i])
-        fail_msg("round %d lane %d word %d: device 0x%08x, host 0x%08x", round, i / 24,
-                 i % 24, out[i], want[i]);
-  }
-  pl->mem_free(dev, d_in);
-  pl->mem_free(dev, d_out);
-  pl->module_unload(dev, module);
-  pl->device_close(dev);
+  emu_probe_run_on_device(parts, NPARTS, constants, probe, "uq_g950_emu_probe", 64 * 16,
+                          64 * 24, 8, fill_inputs, host_model);
 }
 
 int main(int argc, char **argv) {

@@ -145,9 +145,9 @@ static void build_matrix(const char *target, const uq__compiler *cc,
 }
 
 /* The matrix layer (variant MATRIX: mma.sync on sm_90, the default gfx950
- * layer on gfx950): every decode key of the target again with the matrix
- * variant, plus a padded slot that is not a multiple of 16 (4-byte aligned
- * slots). */
+ * and gfx942 layers on gfx950 and gfx942): every decode key of the target
+ * again with the matrix variant, plus a padded slot that is not a multiple
+ * of 16 (4-byte aligned slots). */
 static void add_matrix_variants(const char *target, const uq__compiler *cc) {
   size_t n = njobs;
   for (size_t i = 0; i < n; i++) {
@@ -169,6 +169,21 @@ static void add_matrix_variants(const char *target, const uq__compiler *cc) {
  * fp16, one padded slot that is not a multiple of 16, one kv head with
  * the dense and a padded slot, and the plan's reduce and prologue
  * kernels, which carry the variant too. None may spill. */
+/* The gfx942 layer's emulation (variant GFX942_EMU) under NVRTC: the sm_90
+ * decode keys of QG 6 and 16 (the CPU model runs the same source through
+ * the host compiler; this is NVRTC's view of it). */
+static void add_gfx942_emu_variants(const uq__compiler *cc) {
+  size_t n = njobs;
+  for (size_t i = 0; i < n; i++) {
+    uq_key k = jobs[i].key;
+    if (k.kind != UQ_KERNEL_DECODE || strcmp(k.target, "sm_90") != 0 ||
+        k.variant != UQ_VARIANT_PORTABLE || k.query_group_size == 8 || k.kv_block_size != 16)
+      continue;
+    k.variant = UQ_VARIANT_GFX942_EMU;
+    add(&k, cc);
+  }
+}
+
 static void add_warpgroup_variants(const uq__compiler *cc) {
   static const int qgs[3] = {6, 8, 16};
   static const int bss[3] = {16, 64, 256};
@@ -286,11 +301,19 @@ static void every_kernel_compiles_for_every_target(void **state) {
       print_error("%s uses scratch: %d bytes\n", name, j->scratch);
     }
     /* The gfx950 layer keeps arch + acc VGPRs within 128 (four waves a
-     * SIMD where LDS allows). */
+     * SIMD where LDS allows), the gfx942 layer within 168 (three), with no
+     * scratch. */
     if (j->key.kind == UQ_KERNEL_DECODE && j->key.variant == UQ_VARIANT_MATRIX &&
         strncmp(j->key.target, "gfx950", 6) == 0 && (j->registers < 0 || j->registers > 128)) {
       failed++;
       print_error("%s: %d VGPRs + AGPRs, more than 128 or unknown\n", name, j->registers);
+    }
+    if (j->key.kind == UQ_KERNEL_DECODE && j->key.variant == UQ_VARIANT_MATRIX &&
+        strncmp(j->key.target, "gfx942", 6) == 0 &&
+        (j->registers < 0 || j->registers > 168 || j->scratch != 0)) {
+      failed++;
+      print_error("%s: %d VGPRs + AGPRs (at most 168), %d bytes of scratch\n", name,
+                  j->registers, j->scratch);
     }
     /* The warpgroup decode layer is sized for 128 registers (four blocks
      * a multiprocessor): a spill costs local-memory traffic in the chunk
@@ -360,8 +383,10 @@ int main(void) {
     usable++;
     build_matrix(targets[t].target, cc, targets[t].full);
     if (strncmp(targets[t].target, "sm_", 3) == 0 ||
-        strcmp(targets[t].target, "gfx950") == 0)
+        strcmp(targets[t].target, "gfx950") == 0 || strcmp(targets[t].target, "gfx942") == 0)
       add_matrix_variants(targets[t].target, cc);
+    if (strcmp(targets[t].target, "sm_90") == 0)
+      add_gfx942_emu_variants(cc);
   }
   const uq__compiler *nv = NULL;
   if (uq__compiler_for_target("sm_90a", &nv) == 0) {

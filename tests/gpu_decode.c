@@ -50,14 +50,15 @@ int main(void) {
   /* Every case runs on each layer the device's target has: the default
    * (the warpgroup layer on sm_90a, i.e. an H100/H200; the matrix layer on
    * other NVIDIA targets from sm_90 on), then a context asking for the
-   * matrix, the portable and the gfx950-emu layer (the gfx950 layer
-   * with every AMD instruction emulated, on sm_90 and newer). A layer the
-   * target lacks falls back to a lower one (the plan says which: printed
-   * per run). UQ_TEST_VARIANT=default|matrix|portable|gfx950-emu runs one
+   * matrix, the portable, the gfx950-emu and the gfx942-emu layer (the
+   * gfx950 and gfx942 layers with every AMD instruction emulated, on sm_90
+   * and newer). A layer the target lacks falls back to a lower one (the
+   * plan says which: printed per run).
+   * UQ_TEST_VARIANT=default|matrix|portable|gfx950-emu|gfx942-emu runs one
    * of them only. */
   static const char *const variants[] = {NULL, "matrix", "portable",
-                                         "gfx950-emu"};
-  int failed = decode_matrix_main(&be, variants, 4, 70000);
+                                         "gfx950-emu", "gfx942-emu"};
+  int failed = decode_matrix_main(&be, variants, 5, 70000);
   close_context();
   return failed;
 }

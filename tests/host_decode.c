@@ -1,11 +1,11 @@
 /* The decode case matrix (decode_matrix.c) with the kernels running on the
  * CPU: the library's NVRTC-route sources for sm_90a, compiled by the host
  * C++ compiler and run thread by thread by the fiber model
- * (tests/simt/host_kernels.h). Two layers run this way: the gfx950 layer
- * with every CDNA4 instruction emulated (gfx950-emu) and the portable
- * layer, whose GPU runs pass, which shows the model sound; the portable
- * layer also over head dims 64 and 128 and query groups outside {6, 8,
- * 16}, which no other layer serves. Exits 77
+ * (tests/simt/host_kernels.h). Three layers run this way: the gfx950 and
+ * gfx942 layers with every CDNA4 / CDNA3 instruction emulated (gfx950-emu,
+ * gfx942-emu) and the portable layer, whose GPU runs pass, which shows the
+ * model sound; the portable layer also over head dims 64 and 128 and query
+ * groups outside {6, 8, 16}, which no other layer serves. Exits 77
  * without a host C++ compiler. */
 #include <limits.h>
 #include <stddef.h>
@@ -77,9 +77,9 @@ int main(void) {
   const decode_backend be = {TARGET,      host_select, host_make,
                              host_poison, host_decode, host_fetch,
                              host_release};
-  static const char *const variants[] = {"gfx950-emu", "portable"};
+  static const char *const variants[] = {"gfx950-emu", "gfx942-emu", "portable"};
   /* 9000 tokens: two tile groups a partition at 32 partitions. */
-  int failed = decode_matrix_main(&be, variants, 2, 9000);
+  int failed = decode_matrix_main(&be, variants, 3, 9000);
   hk_shutdown();
   return failed;
 }

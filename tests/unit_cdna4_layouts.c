@@ -1,5 +1,6 @@
-/* The CDNA4 layouts of templates/gfx950/cdna4_layouts.hip (compiled here as
- * host C, the same text the gfx950-emu layer runs): each layout against
+/* The CDNA4 layouts of templates/gfx950/cdna4_layouts.hip and the shared
+ * CDNA ones of templates/cdna/cdna_layouts.hip (compiled here as host C,
+ * the same text the gfx950-emu layer runs): each layout against
  * hand-worked examples (one-hot operands revealing which lane/register
  * lands where, a scale doubling one block, the transpose read of a numbered
  * tile, the swizzle patterns of the ISA guide), the conversions against
@@ -21,6 +22,7 @@
 
 #include "tests/template_host.h"
 
+#include "templates/cdna/cdna_layouts.hip"
 #include "templates/gfx950/cdna4_layouts.hip"
 
 /* FORMAT.md section 2: the E2M1 codes' values. */
@@ -50,7 +52,7 @@ static void qk_run(const qk_regs *r, int sel_a, int sel_b, float d[64][4]) {
   for (int l = 0; l < 64; l++)
     for (int g = 0; g < 4; g++)
       d[l][g] = uq_cdna4_mfma_scale_f4f8_elem(r->a, r->sa, sel_a, r->b, r->sb, sel_b,
-                                              uq_cdna4_d_row(l, g), uq_cdna4_d_col(l), 0.0f);
+                                              uq_cdna_d_row(l, g), uq_cdna_d_col(l), 0.0f);
 }
 
 /* Exactly one result register is `want`, at (lane, reg); all others 0. */
@@ -134,7 +136,7 @@ static void mfma_bf16_one_hot_lands_in_the_documented_lane(void **state) {
   b[2 * 43] = 0x40000000u;
   for (int l = 0; l < 64; l++)
     for (int g = 0; g < 4; g++) {
-      float v = uq_cdna4_mfma_bf16_elem(a, b, uq_cdna4_d_row(l, g), uq_cdna4_d_col(l), 0.5f);
+      float v = uq_cdna_mfma_bf16_elem(a, b, uq_cdna_d_row(l, g), uq_cdna_d_col(l), 0.5f);
       assert_true(v == ((l == 27 && g == 2) ? 2.5f : 0.5f));
     }
   /* Element 2 (k = 4 g + 2) sits in the low half of word 1. */
@@ -142,9 +144,9 @@ static void mfma_bf16_one_hot_lands_in_the_documented_lane(void **state) {
   memset(b, 0, sizeof b);
   a[2 * 17 + 1] = 0x3f80u;      /* A (1, 6) */
   b[2 * 16 + 1] = 0x4040u;      /* B (6, 0) = 3 */
-  assert_true(uq_cdna4_mfma_bf16_elem(a, b, 1, 0, 0.0f) == 3.0f);
-  assert_int_equal(uq_cdna4_d_lane(1, 0), 0);
-  assert_int_equal(uq_cdna4_d_reg(1), 1);
+  assert_true(uq_cdna_mfma_bf16_elem(a, b, 1, 0, 0.0f) == 3.0f);
+  assert_int_equal(uq_cdna_d_lane(1, 0), 0);
+  assert_int_equal(uq_cdna_d_reg(1), 1);
 }
 
 /* ds_read_b64_tr_b16 on lanes whose 8 bytes hold 4 L .. 4 L + 3. */
@@ -179,7 +181,7 @@ static void tr16_read_transposes_within_16_lane_groups(void **state) {
  * patterns, plus a broadcast (and 0, or 7): never across 32-lane halves. */
 static void swizzle_bitmask_patterns_stay_within_halves(void **state) {
   (void)state;
-  assert_int_equal(uq_cdna4_swizzle_xor_offset(16), 0x401f);
+  assert_int_equal(uq_cdna_swizzle_xor_offset(16), 0x401f);
   static const struct {
     int offset, lane, src;
   } cases[] = {
@@ -189,10 +191,10 @@ static void swizzle_bitmask_patterns_stay_within_halves(void **state) {
       {0x00e0, 32, 39}, {0x00e0, 50, 39}, {0x001f, 17, 17},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-    assert_int_equal(uq_cdna4_swizzle_src(cases[c].lane, cases[c].offset), cases[c].src);
+    assert_int_equal(uq_cdna_swizzle_src(cases[c].lane, cases[c].offset), cases[c].src);
   for (int m = 1; m <= 16; m *= 2)
     for (int l = 0; l < 64; l++)
-      assert_int_equal(uq_cdna4_swizzle_src(l, uq_cdna4_swizzle_xor_offset(m)), l ^ m);
+      assert_int_equal(uq_cdna_swizzle_src(l, uq_cdna_swizzle_xor_offset(m)), l ^ m);
 }
 
 static double bf16_value(uq_u32 h) { return (double)uq_bits_f32((h & 0xffffu) << 16); }
@@ -378,7 +380,7 @@ static void mfma_bf16_random_equals_the_direct_product(void **state) {
         double s = 0.0;
         for (int k = 0; k < 16; k++)
           s += bf16_value(A[i][k]) * bf16_value(B[k][j]);
-        assert_true(uq_cdna4_mfma_bf16_elem(a, b, i, j, 0.25f) == (float)(0.25 + s));
+        assert_true(uq_cdna_mfma_bf16_elem(a, b, i, j, 0.25f) == (float)(0.25 + s));
       }
   }
 }

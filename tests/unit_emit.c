@@ -341,9 +341,10 @@ static void emit_block_threads_follow_the_launch_contract(void **state) {
   assert_int_equal(uq__gen_block_threads(&k), 128);
 }
 
-/* Variant 1 is the gfx950 layer on gfx950 (clang and hipRTC routes alike)
- * and the mma.sync layer on sm_90; variant 3 is the same gfx950 kernel
- * with the emulated primitives, on NVIDIA sm_90 and newer only. */
+/* Variant 1 is the gfx950 layer on gfx950, the gfx942 layer on gfx942
+ * (clang and hipRTC routes alike) and the mma.sync layer on sm_90;
+ * variants 3 and 4 are the same gfx950 and gfx942 kernels with the
+ * emulated primitives, on NVIDIA sm_90 and newer only. */
 static void emit_picks_the_layer_of_variant_and_target(void **state) {
   (void)state;
   static const uq__route amd_routes[] = {UQ__ROUTE_CLANG, UQ__ROUTE_HIPRTC};
@@ -358,6 +359,41 @@ static void emit_picks_the_layer_of_variant_and_target(void **state) {
     assert_null(strstr(s, "/* ---- gfx950_prims_emu.hip ---- */"));
     assert_null(strstr(s, "/* ---- decode.hip ---- */"));
     assert_non_null(strstr(s, "constexpr int UQ_VARIANT = 1;"));
+    uq_free(s);
+  }
+  for (size_t r = 0; r < 2; r++) {
+    uq_key k = decode_key("gfx942:sramecc+:xnack-", 8, 32, 1);
+    k.variant = UQ_VARIANT_MATRIX;
+    size_t n;
+    char *s = gen(&k, amd_routes[r], &n);
+    const char *at = strstr(s, "/* ---- gfx942_maps.hip ---- */");
+    assert_non_null(at);
+    at = strstr(at, "/* ---- cdna_prims_amd.hip ---- */");
+    assert_non_null(at);
+    at = strstr(at, "/* ---- gfx942_prims_amd.hip ---- */");
+    assert_non_null(at);
+    assert_non_null(strstr(at, "/* ---- decode_gfx942.hip ---- */"));
+    assert_null(strstr(s, "/* ---- decode_gfx950.hip ---- */"));
+    assert_null(strstr(s, "/* ---- gfx942_prims_emu.hip ---- */"));
+    assert_non_null(strstr(s, "constexpr int UQ_BLOCK_THREADS = 64;"));
+    uq_free(s);
+  }
+  {
+    uq_key k = decode_key("sm_90a", 8, 32, 1);
+    k.variant = UQ_VARIANT_GFX942_EMU;
+    size_t n;
+    char *s = gen(&k, UQ__ROUTE_NVRTC, &n);
+    const char *at = strstr(s, "/* ---- gfx942_maps.hip ---- */");
+    assert_non_null(at);
+    at = strstr(at, "/* ---- cdna3_layouts.hip ---- */");
+    assert_non_null(at);
+    at = strstr(at, "/* ---- gfx942_prims_emu.hip ---- */");
+    assert_non_null(at);
+    assert_non_null(strstr(at, "/* ---- decode_gfx942.hip ---- */"));
+    assert_null(strstr(s, "/* ---- gfx942_prims_amd.hip ---- */"));
+    assert_null(strstr(s, "/* ---- cdna4_layouts.hip ---- */"));
+    assert_non_null(strstr(s, "constexpr int UQ_VARIANT = 4;"));
+    assert_int_equal(uq__gen_block_threads(&k), 64);
     uq_free(s);
   }
   uq_key k = decode_key("sm_90", 16, 64, 1);
@@ -391,9 +427,13 @@ static void emit_picks_the_layer_of_variant_and_target(void **state) {
   k = decode_key("sm_80", 16, 64, 1);
   k.variant = UQ_VARIANT_GFX950_EMU;
   assert_int_equal(uq__gen_source(&k, UQ__ROUTE_NVRTC, &b), UQ_EINVAL);
-  k = decode_key("gfx942", 16, 64, 1);
-  k.variant = UQ_VARIANT_MATRIX; /* no matrix layer on gfx942 */
+  k = decode_key("gfx90a", 16, 64, 1);
+  k.variant = UQ_VARIANT_MATRIX; /* no matrix layer on gfx90a */
   assert_int_equal(uq__gen_source(&k, UQ__ROUTE_CLANG, &b), UQ_EINVAL);
+  k = decode_key("gfx942", 16, 64, 1);
+  k.variant = UQ_VARIANT_GFX942_EMU; /* the emulation is NVIDIA's */
+  assert_int_equal(uq__gen_source(&k, UQ__ROUTE_CLANG, &b), UQ_EINVAL);
+  assert_non_null(strstr(uq_last_error(), "gfx942-emu"));
   k = decode_key("gfx950", 16, 64, 1);
   k.variant = UQ_VARIANT_MATRIX;
   k.head_dim = 128;

@@ -255,8 +255,9 @@ static void key_round_trips_for_every_kind(void **state) {
   assert_true(keys > 1000);
 }
 
-/* A name parses to the variant its v field spells, 3 (the gfx950
- * emulation) included, and a variant past the last layer is refused. */
+/* A name parses to the variant its v field spells, 3 and 4 (the gfx950
+ * and gfx942 emulations) included, and a variant past the last layer is
+ * refused. */
 static void key_parse_reads_every_variant(void **state) {
   (void)state;
   static const char *const names[] = {
@@ -264,8 +265,9 @@ static void key_parse_reads_every_variant(void **state) {
       "uq_reduce_sm_90a_bf16_v1_d256_hk1_p16_qg8",
       "uq_reduce_sm_90a_bf16_v2_d256_hk1_p16_qg8",
       "uq_reduce_sm_90a_bf16_v3_d256_hk1_p16_qg8",
+      "uq_reduce_sm_90a_bf16_v4_d256_hk1_p16_qg8",
   };
-  for (int v = 0; v < 4; v++) {
+  for (int v = 0; v < 5; v++) {
     uq_key k;
     if (uq_key_parse(names[v], &k) != 0)
       fail_msg("'%s' does not parse: %s", names[v], uq_last_error());
@@ -274,10 +276,10 @@ static void key_parse_reads_every_variant(void **state) {
     assert_string_equal(k.target, "sm_90a");
   }
   uq_key k;
-  assert_int_equal(uq_key_parse("uq_reduce_sm_90a_bf16_v4_d256_hk1_p16_qg8", &k),
+  assert_int_equal(uq_key_parse("uq_reduce_sm_90a_bf16_v5_d256_hk1_p16_qg8", &k),
                    UQ_EINVAL);
-  assert_non_null(strstr(uq_last_error(), "variant 4"));
-  assert_non_null(strstr(uq_last_error(), "3 gfx950-emu"));
+  assert_non_null(strstr(uq_last_error(), "variant 5"));
+  assert_non_null(strstr(uq_last_error(), "4 gfx942-emu"));
 }
 
 static void expect_parse_refused(const char *name) {
@@ -359,7 +361,7 @@ static void key_parse_refuses_malformed_names(void **state) {
       "uq_store__bf16_d256_hk1_ps272",
       "uq_store_sm__bf16_d256_hk1_ps272",
       /* syntactically fine, but not a valid key */
-      "uq_reduce_gfx950_bf16_v4_d256_hk1_p16_qg8",
+      "uq_reduce_gfx950_bf16_v5_d256_hk1_p16_qg8",
       "uq_reduce_gfx950_bf16_v0_d256_hk1_p12_qg8",
       "uq_reduce_gfx950_bf16_v0_d256_hk0_p16_qg8",
       "uq_store_gfx950_bf16_d256_hk1_ps270",
@@ -492,7 +494,7 @@ static void validate_refuses_bad_fields(const uq_key *good) {
   BAD(dtype, 0);
   BAD(dtype, UQ_DTYPE_FP32);
   BAD(dtype, 7);
-  BAD(variant, 4);
+  BAD(variant, 5);
   BAD(variant, 100);
   BAD(variant, -1);
   BAD(head_dim, 16);

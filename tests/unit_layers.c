@@ -24,7 +24,7 @@ static uq__target_info parse(const char *target) {
 
 static void layers_are_found_by_variant_and_target(void **state) {
   (void)state;
-  assert_int_equal(uq__variants_count, 4);
+  assert_int_equal(uq__variants_count, 5);
   for (int v = 0; v < uq__variants_count; v++) {
     const uq__layer *l = uq__layer_find(v, NULL);
     assert_non_null(l);
@@ -45,11 +45,12 @@ static void layers_are_found_by_variant_and_target(void **state) {
   assert_true(uq__layers[0].available(&amd));
   char list[128];
   uq__layer_list(list, sizeof list);
-  assert_string_equal(list, "0 portable, 1 matrix, 2 warpgroup, 3 gfx950-emu");
+  assert_string_equal(list, "0 portable, 1 matrix, 2 warpgroup, 3 gfx950-emu, 4 gfx942-emu");
 }
 
-/* Variant 1 is the mma.sync layer on NVIDIA and the gfx950 layer on
- * gfx950; the emulation runs the gfx950 kernel text on NVIDIA. */
+/* Variant 1 is the mma.sync layer on NVIDIA, the gfx950 layer on gfx950
+ * and the gfx942 layer on gfx942; the emulations run the AMD kernel texts
+ * on NVIDIA. */
 static void variant_one_is_a_layer_per_target(void **state) {
   (void)state;
   uq__target_info sm90 = parse("sm_90"), g950 = parse("gfx950:sramecc+:xnack-");
@@ -59,23 +60,51 @@ static void variant_one_is_a_layer_per_target(void **state) {
   assert_ptr_not_equal(nv, amd);
   assert_string_equal(nv->templates[3], "decode_mma_sm90.hip");
   assert_string_equal(amd->templates[1], "gfx950_maps.hip");
-  assert_string_equal(amd->templates[2], "gfx950_prims_amd.hip");
-  assert_string_equal(amd->templates[3], "decode_gfx950.hip");
-  assert_null(amd->templates[4]);
+  assert_string_equal(amd->templates[2], "cdna_prims_amd.hip");
+  assert_string_equal(amd->templates[3], "gfx950_prims_amd.hip");
+  assert_string_equal(amd->templates[4], "decode_gfx950.hip");
+  assert_null(amd->templates[5]);
   assert_int_equal(amd->block_threads, 64);
   assert_int_equal(uq__layer_block_threads(&g950, UQ_VARIANT_MATRIX), 64);
   assert_int_equal(uq__layer_block_threads(&sm90, UQ_VARIANT_MATRIX), 128);
-  assert_false(uq__layer_find(UQ_VARIANT_MATRIX, &g942)->available(&g942));
+  const uq__layer *cdna3 = uq__layer_find(UQ_VARIANT_MATRIX, &g942);
+  assert_true(cdna3->available(&g942));
+  assert_false(cdna3->available(&g950));
+  assert_ptr_not_equal(cdna3, amd);
+  static const char *const cdna3_templates[] = {
+      "layer_common.hip", "gfx942_maps.hip", "cdna_prims_amd.hip", "gfx942_prims_amd.hip",
+      "decode_gfx942.hip"};
+  for (int i = 0; i < 5; i++)
+    assert_string_equal(cdna3->templates[i], cdna3_templates[i]);
+  assert_null(cdna3->templates[5]);
+  assert_int_equal(uq__layer_block_threads(&g942, UQ_VARIANT_MATRIX), 64);
+  assert_int_equal(cdna3->head_dims[0], 256);
+  assert_int_equal(cdna3->head_dims[1], 0);
+  assert_int_equal(cdna3->query_groups, (1u << 6) | (1u << 8) | (1u << 16));
+  uq__target_info g90a = parse("gfx90a");
+  assert_false(uq__layer_find(UQ_VARIANT_MATRIX, &g90a)->available(&g90a));
+  const uq__layer *emu3 = uq__layer_find(UQ_VARIANT_GFX942_EMU, &sm90);
+  assert_true(emu3->available(&sm90));
+  assert_false(emu3->available(&g942));
+  static const char *const emu3_templates[] = {
+      "layer_common.hip",  "gfx942_maps.hip",    "cdna_layouts.hip",
+      "cdna3_layouts.hip", "cdna_prims_emu.hip", "gfx942_prims_emu.hip",
+      "decode_gfx942.hip"};
+  for (int i = 0; i < 7; i++)
+    assert_string_equal(emu3->templates[i], emu3_templates[i]);
+  assert_null(emu3->templates[7]);
+  assert_int_equal(uq__layer_block_threads(&sm90, UQ_VARIANT_GFX942_EMU), 64);
   const uq__layer *emu = uq__layer_find(UQ_VARIANT_GFX950_EMU, &sm90);
   assert_true(emu->available(&sm90));
   assert_false(emu->available(&g950));
   assert_false(emu->available(&g942));
   static const char *const emu_templates[] = {
-      "layer_common.hip", "gfx950_maps.hip", "cdna4_layouts.hip",
-      "gfx950_prims_emu.hip", "decode_gfx950.hip"};
-  for (int i = 0; i < 5; i++)
+      "layer_common.hip",   "gfx950_maps.hip",    "cdna_layouts.hip",
+      "cdna4_layouts.hip",  "cdna_prims_emu.hip", "gfx950_prims_emu.hip",
+      "decode_gfx950.hip"};
+  for (int i = 0; i < 7; i++)
     assert_string_equal(emu->templates[i], emu_templates[i]);
-  assert_null(emu->templates[5]);
+  assert_null(emu->templates[7]);
   assert_int_equal(uq__layer_block_threads(&sm90, UQ_VARIANT_GFX950_EMU), 64);
   assert_int_equal(emu->head_dims[0], 256);
   assert_int_equal(emu->head_dims[1], 0);
@@ -165,8 +194,16 @@ static void layer_choice_follows_target_and_request(void **state) {
       {"gfx950", "matrix", UQ_VARIANT_MATRIX},
       {"gfx950", "portable", UQ_VARIANT_PORTABLE},
       {"gfx950", "gfx950-emu", UQ_VARIANT_MATRIX},
-      {"gfx942", NULL, UQ_VARIANT_PORTABLE},
-      {"gfx942", "matrix", UQ_VARIANT_PORTABLE},
+      {"gfx942", NULL, UQ_VARIANT_MATRIX},
+      {"gfx942:sramecc+:xnack-", NULL, UQ_VARIANT_MATRIX},
+      {"gfx942", "matrix", UQ_VARIANT_MATRIX},
+      {"gfx942", "portable", UQ_VARIANT_PORTABLE},
+      {"gfx942", "gfx942-emu", UQ_VARIANT_MATRIX},
+      {"gfx90a", NULL, UQ_VARIANT_PORTABLE},
+      {"gfx90a", "matrix", UQ_VARIANT_PORTABLE},
+      {"sm_90", "gfx942-emu", UQ_VARIANT_GFX942_EMU},
+      {"sm_90a", "gfx942-emu", UQ_VARIANT_GFX942_EMU},
+      {"sm_80", "gfx942-emu", UQ_VARIANT_PORTABLE},
       /* the emulation only when asked for, and only on sm_90 and newer */
       {"sm_90", NULL, UQ_VARIANT_MATRIX},
       {"sm_90", "gfx950-emu", UQ_VARIANT_GFX950_EMU},
@@ -232,7 +269,7 @@ static void layer_choice_follows_the_shape(void **state) {
 
 static void layer_refusals_name_the_layer(void **state) {
   (void)state;
-  uq__target_info sm90 = parse("sm_90"), amd = parse("gfx942");
+  uq__target_info sm90 = parse("sm_90"), amd = parse("gfx90a");
   uq__target_info sm80 = parse("sm_80"), g950 = parse("gfx950");
   const uq__layer *wg = uq__layer_find(UQ_VARIANT_WARPGROUP, &sm90);
   const uq__layer *mx = uq__layer_find(UQ_VARIANT_MATRIX, &sm90);
@@ -240,10 +277,10 @@ static void layer_refusals_name_the_layer(void **state) {
   assert_string_equal(uq_last_error(),
                       "target sm_90 has no warpgroup decode layer (variant 2; "
                       "it needs sm_90a); use the matrix or portable variant");
-  assert_int_equal(uq__layer_check_target(uq__layer_find(1, &amd), &amd, "gfx942"),
+  assert_int_equal(uq__layer_check_target(uq__layer_find(1, &amd), &amd, "gfx90a"),
                    UQ_EINVAL);
   assert_string_equal(uq_last_error(),
-                      "target gfx942 has no matrix decode layer (variant 1); "
+                      "target gfx90a has no matrix decode layer (variant 1); "
                       "use the portable variant");
   /* Only layers the target has are offered instead. */
   assert_int_equal(uq__layer_check_target(uq__layer_find(2, &sm80), &sm80, "sm_80"),

@@ -402,7 +402,7 @@ static void emit_uses_the_matrix_layer_only_for_matrix_keys(void **st) {
 static void emit_refuses_matrix_keys_without_a_layer(void **st) {
   (void)st;
   uq__buf b;
-  uq_key k = decode_key("gfx942", UQ_VARIANT_MATRIX);
+  uq_key k = decode_key("gfx90a", UQ_VARIANT_MATRIX);
   uq__buf_init(&b);
   assert_int_equal(uq__gen_source(&k, UQ__ROUTE_CLANG, &b), UQ_EINVAL);
   uq__buf_free(&b);

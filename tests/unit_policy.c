@@ -474,7 +474,7 @@ static void policy_keys_match_hand_built_keys(void **state) {
   memset(&want, 0, sizeof want);
   want.kind = UQ_KERNEL_DECODE;
   want.dtype = UQ_DTYPE_FP16;
-  want.variant = UQ_VARIANT_PORTABLE;
+  want.variant = UQ_VARIANT_MATRIX; /* the gfx942 layer */
   want.head_dim = 256;
   want.num_kv_heads = 1;
   want.num_partitions = 16;
@@ -493,6 +493,7 @@ static void policy_keys_match_hand_built_keys(void **state) {
   memset(&want, 0, sizeof want);
   want.kind = UQ_KERNEL_REDUCE;
   want.dtype = UQ_DTYPE_FP16;
+  want.variant = UQ_VARIANT_MATRIX;
   want.head_dim = 256;
   want.num_kv_heads = 1;
   want.num_partitions = 16;
@@ -503,6 +504,7 @@ static void policy_keys_match_hand_built_keys(void **state) {
   memset(&want, 0, sizeof want);
   want.kind = UQ_KERNEL_PROLOGUE;
   want.dtype = UQ_DTYPE_FP16;
+  want.variant = UQ_VARIANT_MATRIX;
   want.head_dim = 256;
   want.num_kv_heads = 1;
   want.query_group_size = 8;
@@ -557,7 +559,7 @@ static void policy_resolves_defaults_and_targets(void **state) {
 
 /* The default is the best layer the target has: the warpgroup layer on
  * sm_90a only, the matrix layer on the other NVIDIA targets from sm_90 on
- * and on gfx950, the portable layer elsewhere. UQJIT_VARIANT=matrix /
+ * and on gfx950 and gfx942, the portable layer elsewhere. UQJIT_VARIANT=matrix /
  * portable ask for a lower layer, =warpgroup is the default spelled out,
  * =gfx950-emu (never a default) the emulated gfx950 layer on NVIDIA
  * sm_90+, and a layer the target lacks is never chosen; an invalid value
@@ -596,8 +598,16 @@ static void policy_picks_the_best_layer_unless_a_lower_one_is_asked(
       {"gfx950", "warpgroup", UQ_VARIANT_MATRIX},
       {"gfx950", "gfx950-emu", UQ_VARIANT_MATRIX},
       {"gfx950", "portable", UQ_VARIANT_PORTABLE},
-      {"gfx942", NULL, UQ_VARIANT_PORTABLE},
-      {"gfx942", "matrix", UQ_VARIANT_PORTABLE},
+      {"gfx942", NULL, UQ_VARIANT_MATRIX},
+      {"mi300x", NULL, UQ_VARIANT_MATRIX},
+      {"gfx942", "matrix", UQ_VARIANT_MATRIX},
+      {"gfx942", "portable", UQ_VARIANT_PORTABLE},
+      {"gfx90a", NULL, UQ_VARIANT_PORTABLE},
+      {"gfx90a", "matrix", UQ_VARIANT_PORTABLE},
+      /* the gfx942 emulation likewise */
+      {"sm_90a", "gfx942-emu", UQ_VARIANT_GFX942_EMU},
+      {"sm_80", "gfx942-emu", UQ_VARIANT_PORTABLE},
+      {"gfx942", "gfx942-emu", UQ_VARIANT_MATRIX},
       /* the gfx950 emulation: only when asked for, NVIDIA sm_90+ only */
       {"sm_90", "gfx950-emu", UQ_VARIANT_GFX950_EMU},
       {"sm_90a", "gfx950-emu", UQ_VARIANT_GFX950_EMU},
@@ -615,10 +625,11 @@ static void policy_picks_the_best_layer_unless_a_lower_one_is_asked(
         fail_msg("%s with UQJIT_VARIANT=%s: kernel %d has variant %d, not %d",
                  cases[i].target, cases[i].env ? cases[i].env : "(unset)", k,
                  (int)plan.kernels[k].variant, cases[i].want);
-    /* Every NVIDIA layer is four warps, AMD ones and the gfx950
-     * emulation one wave64. */
+    /* Every NVIDIA layer is four warps, AMD ones and the AMD
+     * emulations one wave64. */
     int wave64 = cases[i].target[0] == 'g' || cases[i].target[0] == 'm' ||
-                 cases[i].want == UQ_VARIANT_GFX950_EMU;
+                 cases[i].want == UQ_VARIANT_GFX950_EMU ||
+                 cases[i].want == UQ_VARIANT_GFX942_EMU;
     assert_int_equal(plan.block_threads, wave64 ? 64 : 128);
   }
   unsetenv("UQJIT_VARIANT");

@@ -58,16 +58,29 @@ static const char *const warpgroup_templates[] = {
 
 /* The gfx950 layer (MI355X: scaled FP4 x E4M3 MFMA, hardware FP4 -> bf16,
  * bf16 MFMA; docs/KERNELS.md "gfx950") is one kernel text over a small
- * set of named primitives: gfx950_prims_amd.hip implements them with the
- * AMD builtins, gfx950_prims_emu.hip emulates each instruction exactly on
- * an NVIDIA sm_90 block of 64 threads (after the CDNA4 layouts written
- * down from AMD's documentation, cdna4_layouts.hip). */
+ * set of named primitives: the CDNA ones it shares with the gfx942 layer
+ * (cdna_prims_*.hip) and its own (gfx950_prims_*.hip); the _amd files
+ * implement them with the AMD builtins, the _emu files emulate each
+ * instruction exactly on an NVIDIA sm_90 block of 64 threads (after the
+ * layouts written down from AMD's documentation, cdna_layouts.hip and
+ * cdna4_layouts.hip). */
 static const char *const gfx950_templates[] = {
-    "layer_common.hip", "gfx950_maps.hip", "gfx950_prims_amd.hip",
-    "decode_gfx950.hip", NULL};
+    "layer_common.hip",     "gfx950_maps.hip",   "cdna_prims_amd.hip",
+    "gfx950_prims_amd.hip", "decode_gfx950.hip", NULL};
 static const char *const gfx950_emu_templates[] = {
-    "layer_common.hip",     "gfx950_maps.hip",   "cdna4_layouts.hip",
-    "gfx950_prims_emu.hip", "decode_gfx950.hip", NULL};
+    "layer_common.hip",   "gfx950_maps.hip",      "cdna_layouts.hip",
+    "cdna4_layouts.hip",  "cdna_prims_emu.hip",   "gfx950_prims_emu.hip",
+    "decode_gfx950.hip",  NULL};
+/* The gfx942 layer (MI300X / MI325X: FNUZ FP8 MFMA for QK, software FP4
+ * dequant, bf16 MFMA for PV; docs/KERNELS.md "gfx942"), built the same
+ * way on the CDNA3 layouts (cdna3_layouts.hip). */
+static const char *const gfx942_templates[] = {
+    "layer_common.hip",     "gfx942_maps.hip",   "cdna_prims_amd.hip",
+    "gfx942_prims_amd.hip", "decode_gfx942.hip", NULL};
+static const char *const gfx942_emu_templates[] = {
+    "layer_common.hip",   "gfx942_maps.hip",      "cdna_layouts.hip",
+    "cdna3_layouts.hip",  "cdna_prims_emu.hip",   "gfx942_prims_emu.hip",
+    "decode_gfx942.hip",  NULL};
 
 /* Query group sets (bit q: a group of q query heads per kv head). The
  * portable layer is generic in the group and the head dim; the fast
@@ -78,7 +91,7 @@ static const char *const gfx950_emu_templates[] = {
 
 /* The fast layers keep the portable launch contract (grid, workspace).
  * The sm_90 ones run four warps a block (decode_mma_sm90.hip
- * static_asserts it; one warpgroup is four warps), the gfx950 ones one
+ * static_asserts it; one warpgroup is four warps), the AMD ones one
  * wave64. The warpgroup layer deals out 64-token chunks
  * (wgmma_sm90_maps.hip, uq_wg_chunks), so one chunk per partition is
  * useful work: short windows get up to 3x the blocks of vLLM's 192-token
@@ -108,6 +121,14 @@ const uq__layer uq__layers[] = {
      .head_dims = {256},
      .query_groups = QG_6_8_16,
      .min_partition_tokens = 192},
+    {.variant = UQ_VARIANT_MATRIX,
+     .name = "matrix",
+     .available = uq__target_gfx942_layer,
+     .templates = gfx942_templates,
+     .block_threads = 64,
+     .head_dims = {256},
+     .query_groups = QG_6_8_16,
+     .min_partition_tokens = 192},
     {.variant = UQ_VARIANT_WARPGROUP,
      .name = "warpgroup",
      .available = uq__target_warpgroup_layer,
@@ -128,9 +149,19 @@ const uq__layer uq__layers[] = {
      .query_groups = QG_6_8_16,
      .min_partition_tokens = 192,
      .opt_in = 1},
+    {.variant = UQ_VARIANT_GFX942_EMU,
+     .name = "gfx942-emu",
+     .available = uq__target_gfx942_emu_layer,
+     .needs = "NVIDIA sm_90 or newer",
+     .templates = gfx942_emu_templates,
+     .block_threads = 64,
+     .head_dims = {256},
+     .query_groups = QG_6_8_16,
+     .min_partition_tokens = 192,
+     .opt_in = 1},
 };
 const int uq__layers_count = (int)(sizeof uq__layers / sizeof uq__layers[0]);
-const int uq__variants_count = UQ_VARIANT_GFX950_EMU + 1;
+const int uq__variants_count = UQ_VARIANT_GFX942_EMU + 1;
 
 const uq__layer *uq__layer_find(int variant, const uq__target_info *info) {
   const uq__layer *first = NULL;

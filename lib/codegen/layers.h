@@ -1,5 +1,5 @@
 /* The decode layers: one row per (variant, target family) (UQ_VARIANT_* in
- * uqjit.h: variant 1 is a different layer on NVIDIA and on gfx950), read by
+ * uqjit.h: variant 1 is a different layer on NVIDIA, gfx950 and gfx942), read by
  * the planner (which layer serves a shape, how the KV window is split, how
  * many threads a block runs), key checks (which variants exist, what a
  * layer serves) and source emission (which templates). Adding a layer is
@@ -103,8 +103,8 @@ unsigned uq__layer_block_threads(const uq__target_info *info, int variant);
 const char *const *uq__layer_templates(const uq__layer *layer,
                                        int32_t head_dim);
 
-/* "0 portable, 1 matrix, 2 warpgroup, 3 gfx950-emu": the variants, for
- * messages. */
+/* "0 portable, 1 matrix, 2 warpgroup, 3 gfx950-emu, 4 gfx942-emu": the
+ * variants, for messages. */
 void uq__layer_list(char *buf, size_t n);
 
 /* Why no row the target has serves the shape, for a plan's reason: the

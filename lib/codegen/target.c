@@ -226,6 +226,18 @@ int uq__target_gfx950_emu_layer(const uq__target_info *info) {
   return info != NULL && info->family == UQ__TARGET_NVIDIA && info->arch >= 90;
 }
 
+int uq__target_gfx942_layer(const uq__target_info *info) {
+  /* FNUZ FP8 MFMA and v_cvt_pk_f32_fp8 are gfx940-family instructions;
+   * the layer is written and checked for gfx942 (MI300X, MI325X). */
+  return info != NULL && info->family == UQ__TARGET_AMD &&
+         strcmp(info->arch_name, "gfx942") == 0;
+}
+
+int uq__target_gfx942_emu_layer(const uq__target_info *info) {
+  /* The same two-warp emulation of a wave64 as gfx950-emu. */
+  return uq__target_gfx950_emu_layer(info);
+}
+
 int uq__target_dependent_launch(const uq__target_info *info) {
   return info != NULL && info->family == UQ__TARGET_NVIDIA && info->arch >= 90;
 }

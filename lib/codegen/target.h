@@ -36,8 +36,9 @@ int uq__target_parse(const char *target, char *out, size_t n,
 int uq__target_loadable(const char *target, int i, char *out, size_t n);
 
 /* 1 when uqjit has a matrix (UQ_VARIANT_MATRIX) decode layer for the
- * target: NVIDIA sm_90 and newer (the sm_90 mma.sync layer); gfx950 has
- * a variant-1 layer of its own (uq__target_gfx950_layer). */
+ * target: NVIDIA sm_90 and newer (the sm_90 mma.sync layer); gfx950 and
+ * gfx942 have variant-1 layers of their own (uq__target_gfx950_layer,
+ * uq__target_gfx942_layer). */
 int uq__target_matrix_layer(const uq__target_info *info);
 
 /* 1 when the gfx950 decode layer (UQ_VARIANT_MATRIX on AMD) serves the
@@ -47,6 +48,14 @@ int uq__target_gfx950_layer(const uq__target_info *info);
 /* 1 when the gfx950 layer's emulation (UQ_VARIANT_GFX950_EMU) serves the
  * target: NVIDIA sm_90 and newer. */
 int uq__target_gfx950_emu_layer(const uq__target_info *info);
+
+/* 1 when the gfx942 decode layer (UQ_VARIANT_MATRIX on AMD) serves the
+ * target: gfx942 with any features. */
+int uq__target_gfx942_layer(const uq__target_info *info);
+
+/* 1 when the gfx942 layer's emulation (UQ_VARIANT_GFX942_EMU) serves the
+ * target: NVIDIA sm_90 and newer. */
+int uq__target_gfx942_emu_layer(const uq__target_info *info);
 
 /* 1 when uqjit has a warpgroup (UQ_VARIANT_WARPGROUP, wgmma) decode layer
  * for the target: NVIDIA sm_90a only (wgmma exists only in the

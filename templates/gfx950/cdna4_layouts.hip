@@ -1,9 +1,11 @@
-/* The CDNA4 (gfx950) hardware's view of the instructions the gfx950 layer
- * uses: which lane and register holds which matrix element, how the E8M0
- * scales apply, what the conversions compute. Transcribed from AMD's public
+/* The CDNA4 (gfx950) hardware's view of the instructions only the gfx950
+ * layer uses: which lane and register holds which matrix element, how the
+ * E8M0 scales apply, what the conversions compute (what CDNA3 and CDNA4
+ * share, the 16x16 result and bf16 operand layouts and ds_swizzle, is in
+ * cdna_layouts.hip, which comes first). Transcribed from AMD's public
  * documentation, independently of the kernel's own maps (gfx950_maps.hip):
  * the two must agree on their own, and the emulation (gfx950_prims_emu.hip)
- * is built only on this file. Written in the common subset of C11 and
+ * is built only on these files. Written in the common subset of C11 and
  * HIP/CUDA C++ (UQ_DEV functions, no device state, no tables in memory) so
  * that tests/unit_cdna4_layouts.c compiles this very text on the host; it
  * needs uq_u32 and uq_bits_f32 / uq_f32_bits from the includer.
@@ -105,15 +107,6 @@ UQ_DEV uq_u32 uq_cdna4_scale_byte(uq_u32 reg, int op_sel) {
   return (reg >> (8 * op_sel)) & 255u;
 }
 
-/* 16 x 16 f32 result (every 16x16 MFMA, bf16 included): D[i][j] in lane
- * j + 16 (i >> 2), register i & 3 [TRITON AMDMfmaEncodingAttr::
- * toLinearLayout, 16x16: registers -> 4 consecutive rows, 16 consecutive
- * lanes cover the columns, lanes 16 and 32 step 4 and 8 rows: confirmed]. */
-UQ_DEV int uq_cdna4_d_lane(int i, int j) { return j + 16 * (i >> 2); }
-UQ_DEV int uq_cdna4_d_reg(int i) { return i & 3; }
-UQ_DEV int uq_cdna4_d_row(int lane, int reg) { return 4 * (lane >> 4) + reg; }
-UQ_DEV int uq_cdna4_d_col(int lane) { return lane & 15; }
-
 /* One element of v_mfma_scale_f32_16x16x128_f8f6f4 with A = E2M1 (4 VGPRs
  * a lane: a[4 L + r]), B = E4M3 (8 VGPRs: b[8 L + r]), scale VGPRs
  * sa[L] / sb[L] read at bytes sel_a / sel_b. The order and precision of the
@@ -151,38 +144,13 @@ UQ_DEV float uq_cdna4_mfma_scale_f4f8_elem(const uq_u32 *a, const uq_u32 *sa,
   return d;
 }
 
-/* ---- v_mfma_f32_16x16x16_bf16 (gfx950: the _1k form) --------------------
- * A (row i) / B (column i): lane 16 g + i holds k = 4 g .. 4 g + 3 as 4
- * bf16 in 2 VGPRs, element e (k = 4 g + e) in register e >> 1, bits
- * 16 (e & 1) + 15:0 [TRITON mfmaDotToLinearLayout, 16x16, kWidth 4:
- * confirmed]. D as above. */
-UQ_DEV int uq_cdna4_bf16_lane(int row, int k) { return 16 * (k >> 2) + row; }
-UQ_DEV int uq_cdna4_bf16_elem(int k) { return k & 3; }
-
-/* One element of v_mfma_f32_16x16x16_bf16 (a[2 L + r], b[2 L + r]): bf16
- * products are exact in double and so is their 16-term sum for the
- * magnitudes the layer feeds; C is added in double and the result rounded
- * once to fp32 (undocumented internal order: the same tolerance note as
- * above). */
-UQ_DEV float uq_cdna4_mfma_bf16_elem(const uq_u32 *a, const uq_u32 *b, int i,
-                                     int j, float c) {
-  double s = 0.0;
-  for (int k = 0; k < 16; k++) {
-    const int ea = uq_cdna4_bf16_elem(k);
-    const uq_u32 ha = (a[2 * uq_cdna4_bf16_lane(i, k) + (ea >> 1)] >> (16 * (ea & 1))) & 0xffffu;
-    const uq_u32 hb = (b[2 * uq_cdna4_bf16_lane(j, k) + (ea >> 1)] >> (16 * (ea & 1))) & 0xffffu;
-    s += (double)uq_bits_f32(ha << 16) * (double)uq_bits_f32(hb << 16);
-  }
-  return (float)((double)c + s);
-}
-
 /* ---- ds_read_b64_tr_b16 [ISA "MFMA Transpose Load from LDS": "Read N
  * bits of data per lane ... interpret the data as a matrix with 16 bit
  * elements and transpose the matrix"; "each lane holds 4 consecutive M or N
  * values" (confirmed); TRITON chooseDotDsReadB64TrLayout, 16-bit: lane
  * 4 a + b (a, b < 4) of a 16-lane group reads 4 consecutive non-k elements
  * at non-k 4 b, k a, and each lane ends up with 4 k values of its own
- * non-k index, the bf16 operand layout above; the lane map below is the
+ * non-k index, the bf16 operand layout of cdna_layouts.hip; the lane map below is the
  * one that makes these two agree: derived, not read] ----------------------
  * Within each 16-lane group g, lane 16 g + l reads 8 bytes (4 x 16 bit) at
  * its own address; result element e of lane 16 g + l = element (l & 3) of
@@ -191,19 +159,6 @@ UQ_DEV int uq_cdna4_tr16_src_lane(int lane, int e) {
   return (lane & ~15) + 4 * e + ((lane & 15) >> 2);
 }
 UQ_DEV int uq_cdna4_tr16_src_elem(int lane) { return lane & 3; }
-
-/* ---- ds_swizzle_b32, bit-mask mode [ISA DS_SWIZZLE_B32 pseudocode,
- * confirmed]: offset[15] = 0 selects it; and_mask = offset[4:0], or_mask =
- * offset[9:5], xor_mask = offset[14:10]; lane i reads lane
- * ((((i & 31) & and) | or) ^ xor) | (i & 32): within its 32-lane half. */
-UQ_DEV int uq_cdna4_swizzle_src(int lane, int offset) {
-  const int and_mask = offset & 31;
-  const int or_mask = (offset >> 5) & 31;
-  const int xor_mask = (offset >> 10) & 31;
-  return ((((lane & 31) & and_mask) | or_mask) ^ xor_mask) | (lane & 32);
-}
-/* The offset of the XOR pattern the layer uses (and 0x1F, or 0, xor m). */
-UQ_DEV int uq_cdna4_swizzle_xor_offset(int m) { return (m << 10) | 0x1f; }
 
 /* ---- v_cvt_scalef32_pk_bf16_fp4 [ISA: "convert from a packed
  * 2-component FP4 input to packed BF16, then scale using the exponent

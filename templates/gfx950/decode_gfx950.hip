@@ -7,9 +7,10 @@
  * to E4M3 once per workgroup and kept in LDS, as B operands), the online
  * softmax in fp32, V converted to bf16 in LDS by the
  * hardware FP4 convert, and 16 bf16 MFMAs for PV with V read transposed.
- * Every CDNA4 operation goes through the uq_g950_* primitives, so this
- * text compiles for gfx950 (gfx950_prims_amd.hip) and for NVIDIA sm_90
- * with each instruction emulated (gfx950_prims_emu.hip). Which lane holds
+ * Every CDNA operation goes through the uq_g950_* and uq_cdna_*
+ * primitives, so this text compiles for gfx950 (cdna_prims_amd.hip,
+ * gfx950_prims_amd.hip) and for NVIDIA sm_90 with each instruction
+ * emulated (cdna_prims_emu.hip, gfx950_prims_emu.hip). Which lane holds
  * what: gfx950_maps.hip. */
 
 static_assert(UQ_BLOCK_THREADS == 64, "the gfx950 layer runs one wave64 per workgroup");
@@ -158,7 +159,7 @@ UQ_DEV void uq_g950_query_to_lds(const uq_decode_params &p, int b, int kh, int l
         const bool upper = (run & mask) != 0;
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
-          const float other = uq_g950_swizzle_xor_f32(x[j], mask);
+          const float other = uq_cdna_swizzle_xor_f32(x[j], mask);
           /* lower run: mine + partner's; upper run: partner's - mine */
           x[j] = upper ? uq_fsub_rn(other, x[j]) : uq_fadd_rn(x[j], other);
         }
@@ -214,10 +215,10 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G950_KERNEL_ATTRS void UQ_KERNEL
   const int g = lane >> 4;
   const int col = uq_g950_qk_b_query(lane);
 
-  uq_g950_f32x4 acc[16];
+  uq_cdna_f32x4 acc[16];
 #pragma unroll
   for (int m = 0; m < 16; ++m)
-    acc[m] = uq_g950_f32x4_zero();
+    acc[m] = uq_cdna_f32x4_zero();
   float m_run = uq_neg_inf(); /* column col's running max and sum */
   float l_run = 0.0f;
   const float ninf = uq_neg_inf();
@@ -250,7 +251,7 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G950_KERNEL_ATTRS void UQ_KERNEL
     /* QK: A lane 16 g + i = K code bytes [64 h + 16 g, +16) of token i,
      * its scale the K group byte 4 h + g of token i. */
     const int atok = uq_g950_qk_a_token(lane);
-    uq_g950_f32x4 s4 = uq_g950_f32x4_zero();
+    uq_cdna_f32x4 s4 = uq_cdna_f32x4_zero();
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       uq_g950_fp4x32 a;
@@ -277,8 +278,8 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G950_KERNEL_ATTRS void UQ_KERNEL
       sc[r] = tok < seq_len ? UQ_SCALE * s4[r] : ninf;
       tmax = uq_fmax(tmax, sc[r]);
     }
-    tmax = uq_fmax(tmax, uq_g950_wave_xor_f32(tmax, 16));
-    tmax = uq_fmax(tmax, uq_g950_wave_xor_f32(tmax, 32));
+    tmax = uq_fmax(tmax, uq_cdna_wave_xor_f32(tmax, 16));
+    tmax = uq_fmax(tmax, uq_cdna_wave_xor_f32(tmax, 32));
     const float m_new = uq_fmax(m_run, tmax);
     float alpha = 1.0f;
     if (m_new != ninf)
@@ -290,14 +291,14 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G950_KERNEL_ATTRS void UQ_KERNEL
       pr[r] = sc[r] == ninf ? 0.0f : uq_exp2((sc[r] - m_new) * UQ_LOG2E);
       psum += pr[r];
     }
-    psum += uq_g950_wave_xor_f32(psum, 16);
-    psum += uq_g950_wave_xor_f32(psum, 32);
+    psum += uq_cdna_wave_xor_f32(psum, 16);
+    psum += uq_cdna_wave_xor_f32(psum, 32);
     m_run = m_new;
     l_run = l_run * alpha + psum;
 
     /* P in bf16 is PV's B operand as it stands: lane 16 g + j holds
      * tokens 4 g .. 4 g + 3 of column j. */
-    uq_g950_bf16x4 pb;
+    uq_cdna_bf16x4 pb;
     pb[0] = (uq_u32)uq_f32_to_bf16(pr[0]) | ((uq_u32)uq_f32_to_bf16(pr[1]) << 16);
     pb[1] = (uq_u32)uq_f32_to_bf16(pr[2]) | ((uq_u32)uq_f32_to_bf16(pr[3]) << 16);
 
@@ -314,8 +315,8 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_BLOCK_THREADS) UQ_G950_KERNEL_ATTRS void UQ_KERNEL
 #pragma unroll
       for (int r = 0; r < 4; ++r)
         acc[m][r] = acc[m][r] * alpha;
-      const uq_g950_bf16x4 va = uq_g950_lds_read_tr16(vtr + uq_g950_vtr_dim(lane, m));
-      acc[m] = uq_g950_mfma_pv(acc[m], va, pb);
+      const uq_cdna_bf16x4 va = uq_g950_lds_read_tr16(vtr + uq_g950_vtr_dim(lane, m));
+      acc[m] = uq_cdna_mfma_bf16(acc[m], va, pb);
     }
   }
 
