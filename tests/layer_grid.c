@@ -81,7 +81,7 @@ static int best_fast_variant(const char *target) {
   if (strcmp(target, "sm_90a") == 0)
     return UQ_VARIANT_WARPGROUP;
   if (strcmp(target, "sm_90") == 0 || strcmp(target, "sm_100a") == 0 ||
-      strcmp(target, "gfx950") == 0)
+      strcmp(target, "gfx950") == 0 || strcmp(target, "gfx942") == 0)
     return UQ_VARIANT_MATRIX;
   return UQ_VARIANT_PORTABLE;
 }
