@@ -182,7 +182,7 @@ static int copy_bandwidth(uq_context *ctx, uint64_t bytes, double *gbps) {
     float ms;
     if ((rc = uq_synchronize(ctx)) != 0 ||
         (rc = uq_event_record(e0, NULL)) != 0 ||
-        (rc = uq_memcpy_d2d(ctx, b, a, bytes)) != 0 ||
+        (rc = uq_memcpy_d2d_async(ctx, b, a, bytes, NULL)) != 0 ||
         (rc = uq_event_record(e1, NULL)) != 0 ||
         (rc = uq_event_elapsed_ms(e0, e1, &ms)) != 0)
       goto done;

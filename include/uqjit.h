@@ -637,6 +637,10 @@ UQ_EXTERN int uq_memcpy_d2h(uq_context *ctx, void *dst, const void *src,
                             size_t bytes);
 UQ_EXTERN int uq_memcpy_d2d(uq_context *ctx, void *dst, const void *src,
                             size_t bytes);
+/* The same copy, asynchronous on `stream` (NULL: the default stream), for
+ * timing a copy with events. */
+UQ_EXTERN int uq_memcpy_d2d_async(uq_context *ctx, void *dst, const void *src,
+                                  size_t bytes, void *stream);
 UQ_EXTERN int uq_memset_d8(uq_context *ctx, void *dst, uint8_t value,
                            size_t bytes);
 UQ_EXTERN int uq_synchronize(uq_context *ctx);

@@ -115,7 +115,7 @@ static void bad_arguments_are_refused_before_launching(void **st) {
                    UQ_EUNSUPPORTED);
   assert_non_null(strstr(uq_last_error(), "sliding"));
   s = p.shape;
-  s.num_q_heads = 12; /* QG 12 */
+  s.num_q_heads = 17; /* QG 17: no layer serves it */
   assert_int_equal(uq_decode(ctx, &s, &p.d_args, p.d_ws, p.ws_bytes, NULL),
                    UQ_EUNSUPPORTED);
   s = p.shape;

@@ -63,7 +63,9 @@ typedef struct uq__platform {
   int (*mem_free)(uq__pdev *dev, void *ptr);
   int (*memcpy_h2d)(uq__pdev *dev, void *dst, const void *src, size_t bytes);
   int (*memcpy_d2h)(uq__pdev *dev, void *dst, const void *src, size_t bytes);
-  int (*memcpy_d2d)(uq__pdev *dev, void *dst, const void *src, size_t bytes);
+  /* Asynchronous on `stream` (NULL: the default stream). */
+  int (*memcpy_d2d)(uq__pdev *dev, void *dst, const void *src, size_t bytes,
+                    void *stream);
   int (*memset_d8)(uq__pdev *dev, void *dst, uint8_t value, size_t bytes);
   int (*synchronize)(uq__pdev *dev);
 

@@ -42,7 +42,7 @@
   X(cuMemFree)                                                               \
   X(cuMemcpyHtoD)                                                            \
   X(cuMemcpyDtoH)                                                            \
-  X(cuMemcpyDtoD)                                                            \
+  X(cuMemcpyDtoDAsync)                                                       \
   X(cuMemsetD8)                                                              \
   X(cuStreamCreate)                                                          \
   X(cuStreamDestroy)                                                         \
@@ -302,6 +302,13 @@ static int cuda_mem_free(uq__pdev *dev, void *ptr) {
   return 0;
 }
 
+/* The copies and the memset are synchronous (uqjit.h): cuMemcpyHtoD from
+ * pageable memory and cuMemsetD8 can return before the device has
+ * finished, and are not ordered before work on a non-blocking stream, so
+ * each waits for the context. The device-to-device copy is stream-ordered
+ * here; uq_memcpy_d2d waits for it. */
+static int cuda_synchronize(uq__pdev *dev);
+
 static int cuda_memcpy_h2d(uq__pdev *dev, void *dst, const void *src,
                            size_t bytes) {
   int rc = cuda_make_current(dev);
@@ -309,7 +316,7 @@ static int cuda_memcpy_h2d(uq__pdev *dev, void *dst, const void *src,
     return rc;
   CHECK(api.p_cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes),
         "cuMemcpyHtoD");
-  return 0;
+  return cuda_synchronize(dev);
 }
 
 static int cuda_memcpy_d2h(uq__pdev *dev, void *dst, const void *src,
@@ -323,13 +330,14 @@ static int cuda_memcpy_d2h(uq__pdev *dev, void *dst, const void *src,
 }
 
 static int cuda_memcpy_d2d(uq__pdev *dev, void *dst, const void *src,
-                           size_t bytes) {
+                           size_t bytes, void *stream) {
   int rc = cuda_make_current(dev);
   if (rc != 0)
     return rc;
-  CHECK(api.p_cuMemcpyDtoD((CUdeviceptr)(uintptr_t)dst,
-                           (CUdeviceptr)(uintptr_t)src, bytes),
-        "cuMemcpyDtoD");
+  CHECK(api.p_cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst,
+                                (CUdeviceptr)(uintptr_t)src, bytes,
+                                (CUstream)stream),
+        "cuMemcpyDtoDAsync");
   return 0;
 }
 
@@ -340,7 +348,7 @@ static int cuda_memset_d8(uq__pdev *dev, void *dst, uint8_t value,
     return rc;
   CHECK(api.p_cuMemsetD8((CUdeviceptr)(uintptr_t)dst, value, bytes),
         "cuMemsetD8");
-  return 0;
+  return cuda_synchronize(dev);
 }
 
 static int cuda_synchronize(uq__pdev *dev) {

@@ -40,7 +40,7 @@ static struct {
   hip_status (*Free)(void *);
   hip_status (*MemcpyHtoD)(void *, const void *, size_t);
   hip_status (*MemcpyDtoH)(void *, void *, size_t);
-  hip_status (*MemcpyDtoD)(void *, void *, size_t);
+  hip_status (*MemcpyDtoDAsync)(void *, void *, size_t, hip_ptr);
   hip_status (*Memset)(void *, int, size_t);
   hip_status (*DeviceSynchronize)(void);
   hip_status (*StreamCreate)(hip_ptr *);
@@ -104,7 +104,7 @@ static void do_init(void) {
       {"hipFree", (void **)&api.Free},
       {"hipMemcpyHtoD", (void **)&api.MemcpyHtoD},
       {"hipMemcpyDtoH", (void **)&api.MemcpyDtoH},
-      {"hipMemcpyDtoD", (void **)&api.MemcpyDtoD},
+      {"hipMemcpyDtoDAsync", (void **)&api.MemcpyDtoDAsync},
       {"hipMemset", (void **)&api.Memset},
       {"hipDeviceSynchronize", (void **)&api.DeviceSynchronize},
       {"hipStreamCreate", (void **)&api.StreamCreate},
@@ -285,11 +285,18 @@ static int hip_mem_free(uq__pdev *dev, void *ptr) {
   return 0;
 }
 
+/* The copies and the memset are synchronous (uqjit.h): hipMemcpyHtoD and
+ * hipMemset can return before the device has finished, and are not
+ * ordered before work on a non-blocking stream, so each waits for the
+ * device. The device-to-device copy is stream-ordered here; uq_memcpy_d2d
+ * waits for it. */
+static int hip_synchronize(uq__pdev *dev);
+
 static int hip_memcpy_h2d(uq__pdev *dev, void *dst, const void *src,
                           size_t bytes) {
   CURRENT(dev);
   CHECK(api.MemcpyHtoD(dst, src, bytes), "hipMemcpyHtoD");
-  return 0;
+  return hip_synchronize(dev);
 }
 
 static int hip_memcpy_d2h(uq__pdev *dev, void *dst, const void *src,
@@ -300,9 +307,10 @@ static int hip_memcpy_d2h(uq__pdev *dev, void *dst, const void *src,
 }
 
 static int hip_memcpy_d2d(uq__pdev *dev, void *dst, const void *src,
-                          size_t bytes) {
+                          size_t bytes, void *stream) {
   CURRENT(dev);
-  CHECK(api.MemcpyDtoD(dst, (void *)src, bytes), "hipMemcpyDtoD");
+  CHECK(api.MemcpyDtoDAsync(dst, (void *)src, bytes, (hip_ptr)stream),
+        "hipMemcpyDtoDAsync");
   return 0;
 }
 
@@ -310,7 +318,7 @@ static int hip_memset_d8(uq__pdev *dev, void *dst, uint8_t value,
                          size_t bytes) {
   CURRENT(dev);
   CHECK(api.Memset(dst, value, bytes), "hipMemset");
-  return 0;
+  return hip_synchronize(dev);
 }
 
 static int hip_synchronize(uq__pdev *dev) {

@@ -133,7 +133,8 @@ int uq_memcpy_d2h(uq_context *ctx, void *dst, const void *src, size_t bytes) {
   return pf->memcpy_d2h(dev, dst, src, bytes);
 }
 
-int uq_memcpy_d2d(uq_context *ctx, void *dst, const void *src, size_t bytes) {
+int uq_memcpy_d2d_async(uq_context *ctx, void *dst, const void *src,
+                        size_t bytes, void *stream) {
   uq__error_clear();
   const uq__platform *pf;
   uq__pdev *dev;
@@ -142,7 +143,12 @@ int uq_memcpy_d2d(uq_context *ctx, void *dst, const void *src, size_t bytes) {
     rc = device_of(ctx, &pf, &dev);
   if (rc != 0 || bytes == 0)
     return rc;
-  return pf->memcpy_d2d(dev, dst, src, bytes);
+  return pf->memcpy_d2d(dev, dst, src, bytes, stream);
+}
+
+int uq_memcpy_d2d(uq_context *ctx, void *dst, const void *src, size_t bytes) {
+  int rc = uq_memcpy_d2d_async(ctx, dst, src, bytes, NULL);
+  return rc != 0 || bytes == 0 ? rc : uq_synchronize(ctx);
 }
 
 int uq_memset_d8(uq_context *ctx, void *dst, uint8_t value, size_t bytes) {
