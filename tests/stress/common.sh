@@ -43,6 +43,12 @@ count_keys() {
 # "good bad" from `uqjit cache verify --json`: the totals, ahead of the
 # per-layer counts.
 verify_counts() {
+  # A warm killed before it made the cache directory left nothing to
+  # check (`cache verify` refuses a directory that does not exist).
+  if [ ! -e "$cache" ]; then
+    echo "0 0"
+    return
+  fi
   "$uqjit" cache verify --cache-dir "$cache" --json |
     sed -n 's/^[^[]*"good": \([0-9]*\), "bad": \([0-9]*\).*/\1 \2/p'
 }
