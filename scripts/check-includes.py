@@ -28,13 +28,15 @@ LAYERS = [
     ("lib/compile", ["lib/base", "lib/codegen"]),
     ("lib/gpu", ["lib/base"]),
     ("lib/runtime", LIB[:-1] + ["templates/common"]),
-    # The support library and the command see the library only through
-    # the public header.
-    ("tests/support", []),
-    ("cli", ["tests/support"]),
+    # The synthetic problems, the test-support library and the command see
+    # the library only through the public header; the command links nothing
+    # from tests/.
+    ("synth", []),
+    ("tests/support", ["synth"]),
+    ("cli", ["synth"]),
     # Benchmarks and tests may reach everything below them.
-    ("bench", LIB + ["templates", "tests", "cli"]),
-    ("tests", LIB + ["templates", "cli"]),
+    ("bench", LIB + ["templates", "synth", "tests", "cli"]),
+    ("tests", LIB + ["templates", "synth", "cli"]),
 ]
 PUBLIC = {"uqjit.h"}
 # Headers made by the build (meson's configure_file), by their root path.

@@ -36,7 +36,9 @@ def planted_tree(root, extra):
     write(root, "lib/runtime/context.c",
           '#include "lib/runtime/table.h"\n#include "lib/cache/cache.c"\n'
           '#include "lib/base/uq_config.h"\n#include <stdio.h>\n')
-    write(root, "cli/cli.c", '#include "uqjit.h"\n')
+    write(root, "synth/synth.h", '#include "uqjit.h"\n')
+    write(root, "tests/support/testkit.h", '#include "synth/synth.h"\n')
+    write(root, "cli/cli.c", '#include "uqjit.h"\n#include "synth/synth.h"\n')
     write(root, *extra)
 
 
@@ -50,6 +52,10 @@ CASES = [
      "lib/cache may not include lib/codegen"),
     ("cli reaches the library", ("cli/cmd.c", '#include "lib/base/error.h"\n'), 1,
      "cli may not include lib/base"),
+    ("cli reaches the tests", ("cli/cmd.c", '#include "tests/support/testkit.h"\n'), 1,
+     "cli may not include tests/support"),
+    ("synth reaches the library", ("synth/rng.c", '#include "lib/base/error.h"\n'), 1,
+     "synth may not include lib/base"),
     ("relative", ("lib/cache/rel.c", '#include "../base/error.h"\n'), 1,
      "not a path from the repository root"),
     ("bare name", ("lib/base/env.c", '#include "error.h"\n'), 1,
