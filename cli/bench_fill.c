@@ -21,6 +21,7 @@
 
 #include "cli/bench.h"
 #include "synth/synth.h"
+#include "uqjit_tools.h"
 
 #define NORMALS (1u << 20) /* a power of two: offsets wrap with a mask */
 #define FILL_TOKENS 8192   /* tokens encoded per uq_store call */

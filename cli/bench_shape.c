@@ -4,6 +4,7 @@
 
 #include "cli/bench.h"
 #include "synth/synth.h"
+#include "uqjit_tools.h"
 
 #define POOL_BLOCKS_MAX 64
 

@@ -13,7 +13,7 @@
 #include "cli/cmd_util.h"
 #include "cli/commands.h"
 #include "synth/synth.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 #define CMD "demo"
 #define NAME_LEN 512

@@ -29,6 +29,7 @@ def planted_tree(root, extra):
     """A small tree that follows the order, plus one file `extra` =
     (path, text) that may not."""
     write(root, "include/uqjit.h", "\n")
+    write(root, "include/uqjit_tools.h", '#include "uqjit.h"\n')
     write(root, "lib/base/error.h", '#include "uqjit.h"\n')
     write(root, "lib/cache/cache.c", '#include "lib/base/error.h"\n')
     write(root, "lib/codegen/key.h", "\n")
@@ -39,6 +40,8 @@ def planted_tree(root, extra):
     write(root, "synth/synth.h", '#include "uqjit.h"\n')
     write(root, "tests/support/testkit.h", '#include "synth/synth.h"\n')
     write(root, "cli/cli.c", '#include "uqjit.h"\n#include "synth/synth.h"\n')
+    write(root, "cli/cmd_dump.c", '#include "uqjit_tools.h"\n')
+    write(root, "tests/support/half.c", '#include "uqjit_tools.h"\n')
     write(root, *extra)
 
 
@@ -56,6 +59,10 @@ CASES = [
      "cli may not include tests/support"),
     ("synth reaches the library", ("synth/rng.c", '#include "lib/base/error.h"\n'), 1,
      "synth may not include lib/base"),
+    ("tools header below the tools", ("lib/cache/admin.c", '#include "uqjit_tools.h"\n'), 1,
+     'lib/cache/admin.c:1: "uqjit_tools.h": lib/cache may not include uqjit_tools.h'),
+    ("tools header in synth", ("synth/rng.c", '#include "uqjit_tools.h"\n'), 1,
+     "synth may not include uqjit_tools.h"),
     ("relative", ("lib/cache/rel.c", '#include "../base/error.h"\n'), 1,
      "not a path from the repository root"),
     ("bare name", ("lib/base/env.c", '#include "error.h"\n'), 1,

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 /* Fills *info for the first kernel of `obj` (a code object: AMD ELF or
  * cubin). `target` (may be NULL) is only a hint; the object's own ELF

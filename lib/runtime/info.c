@@ -10,6 +10,7 @@
 #include "lib/base/os.h"
 #include "lib/compile/compiler.h"
 #include "lib/gpu/platform.h"
+#include "uqjit_tools.h"
 
 static const char *route_label(uq__route r) {
   switch (r) {

@@ -22,6 +22,7 @@
 #include "lib/compile/compiler.h"
 #include "lib/compile/disasm.h"
 #include "lib/runtime/miss.h"
+#include "uqjit_tools.h"
 
 static double now_seconds(void) {
   struct timespec ts;

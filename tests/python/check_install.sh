@@ -1,6 +1,6 @@
 #!/bin/sh
 # The install test: stages a `meson install` (DESTDIR) and checks that it
-# holds the header, the pkg-config file, the shared library, the uqjit
+# holds the headers, the pkg-config file, the shared library, the uqjit
 # command, its manual page (naming every command `uqjit help` lists) and
 # the Python package, and that the staged package imports and loads the
 # staged library with UQJIT_LIBRARY unset; that the staged command runs
@@ -41,6 +41,7 @@ need() {
   fi
 }
 need "$root$prefix/include/uqjit.h"
+need "$root$prefix/include/uqjit_tools.h"
 need "$root$libdir/pkgconfig/uqjit.pc"
 need "$root$libdir/libuqjit.so"
 need "$root$prefix/bin/uqjit"
