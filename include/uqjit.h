@@ -448,7 +448,8 @@ UQ_EXTERN int uq_get_stats(const uq_context *ctx, uq_stats *stats);
 /* Cache maintenance on one directory (NULL = the default writable one).
  * Entries live in <dir>/v2/<target>/<2 hex>/<30 hex>.<16 hex>.co: the
  * kernel's digest (format version, target, symbol, generated source), then
- * the compiler's (identity and options); v1 directories are ignored. */
+ * the compiler's (identity and options); directories of older formats
+ * (v1) are ignored (uq_cache_legacy_dirs lists them). */
 typedef struct uq_cache_entry {
   const char *path;      /* valid during the callback only, like every string */
   const char *target;
@@ -521,6 +522,20 @@ UQ_EXTERN int uq_cache_prune(const char *dir, uint64_t max_bytes,
                              uint64_t *removed, uint64_t *bytes_left);
 /* The writable cache directory in effect (caller frees). */
 UQ_EXTERN int uq_cache_default_dir(char **dir);
+/* A directory of an older cache format under a cache directory: `path`
+ * (dir/v1, ...; valid during the callback only) of format
+ * `format_version`. This version never reads its entries (their names and
+ * digests differ), so removing it loses nothing this version can use. */
+typedef int (*uq_cache_legacy_fn)(void *user, const char *path,
+                                  int format_version);
+/* Calls visit (stops when it returns non-zero) for each directory of an
+ * older cache format under the cache directory `dir` (one layer's root;
+ * NULL: the default writable one), oldest first. Reads nothing inside
+ * them and creates, changes and removes nothing. 0 (also when there is
+ * none, or no directory `dir`); UQ_EINVAL (visit NULL); UQ_ENOENT (dir
+ * NULL and no default can be named); UQ_ENOMEM. */
+UQ_EXTERN int uq_cache_legacy_dirs(const char *dir, uq_cache_legacy_fn visit,
+                                   void *user);
 
 /* ------------------------------------------------------------------ */
 /* Launching on the GPU. Buffers in uq_decode_args / uq_store_args are   */
