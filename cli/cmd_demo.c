@@ -132,7 +132,7 @@ static int all_compiled(uq_context *ctx, const uq_key *keys, size_t n) {
  * decode layer `variant` names (NULL: UQJIT_VARIANT). */
 static void offline_compile(const synth_problem *p, const char *want,
                             const char *variant, const char *cache_dir) {
-  static const char *const defaults[] = {"gfx950", "sm_90"};
+  static const char *const defaults[] = {UQ_DEFAULT_TARGET, "sm_90"};
   const char *const *targets = want ? &want : defaults;
   size_t nt = want ? 1 : 2;
   printf("== JIT and cache (offline: no GPU is used)\n");

@@ -192,6 +192,10 @@ typedef enum {
  * UQ_EINVAL with the accepted forms in uq_last_error(). At most
  * UQ_TARGET_MAX bytes with the NUL. */
 #define UQ_TARGET_MAX 48
+/* The target taken where none is named: by uq_plan_make,
+ * uq_plan_make_variant and uq_store_key for a NULL target, and by the
+ * uqjit command's --target. */
+#define UQ_DEFAULT_TARGET "gfx950"
 
 /* The canonical form of a target (a GPU name resolved, lower case,
  * features sorted) into out (n bytes, UQ_TARGET_MAX is enough). UQ_EINVAL
@@ -278,7 +282,7 @@ typedef struct uq_plan {
 } uq_plan;
 
 /* Plans a decode of `shape` for `target` (e.g. "gfx950", "sm_90a"; NULL =
- * "gfx950") with the layer UQJIT_VARIANT asks for (read at every call):
+ * UQ_DEFAULT_TARGET) with the layer UQJIT_VARIANT asks for (read at every call):
  * uq_plan_make_variant(shape, target, NULL, plan). */
 UQ_EXTERN int uq_plan_make(const uq_shape *shape, const char *target,
                            uq_plan *plan);
