@@ -85,7 +85,7 @@ fi
 # The product links no test code: the testkit (tests/support, tk_) stays
 # out of the command, which takes its synthetic problems from synth/.
 if command -v ldd >/dev/null 2>&1; then
-  testlibs=$(env -u LD_LIBRARY_PATH ldd "$bin" | awk '/test|cmocka/ { print $1 }')
+  testlibs=$(env -u LD_LIBRARY_PATH ldd "$bin" | awk '$1 ~ /test|cmocka/ { print $1 }')
   if [ -n "$testlibs" ]; then
     echo "FAIL: the staged command links test libraries: $testlibs" >&2
     fail=1
