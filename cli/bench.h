@@ -83,9 +83,10 @@ double cli_bench_median(double *v, size_t n);
 
 /* bench_fill.c. Blocks of one served cache copy whose batch uses `used`. */
 int64_t cli_bench_pool_blocks(int64_t used);
-struct tk_rng;
+struct synth_rng;
 /* Fills copy 0 of b->cache the served way (b->base_table set). */
-int cli_bench_fill_served(uq_context *ctx, cli_bench_shape *b, struct tk_rng *rng);
+int cli_bench_fill_served(uq_context *ctx, cli_bench_shape *b,
+                          struct synth_rng *rng);
 /* The blocks of the first nseq sequences (copy 0) on the host, in table
  * order: *cache (the caller frees) and table[nseq * max_blocks_per_seq]. */
 int cli_bench_gather(uq_context *ctx, const cli_bench_shape *b, int nseq,

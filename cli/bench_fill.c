@@ -20,7 +20,8 @@
 #include <string.h>
 
 #include "cli/bench.h"
-#include "tests/support/testkit.h"
+#include "synth/synth.h"
+#include "uqjit_tools.h"
 
 #define NORMALS (1u << 20) /* a power of two: offsets wrap with a mask */
 #define FILL_TOKENS 8192   /* tokens encoded per uq_store call */
@@ -45,7 +46,7 @@ static void fill_rows_free(fill_rows *f) {
   free(f->slots);
 }
 
-static int fill_rows_make(fill_rows *f, int hk, int d, tk_rng *rng) {
+static int fill_rows_make(fill_rows *f, int hk, int d, synth_rng *rng) {
   memset(f, 0, sizeof *f);
   size_t row = (size_t)hk * (size_t)d;
   f->normals = malloc(NORMALS * sizeof *f->normals);
@@ -55,9 +56,9 @@ static int fill_rows_make(fill_rows *f, int hk, int d, tk_rng *rng) {
   f->slots = malloc(FILL_TOKENS * sizeof *f->slots);
   if (!f->normals || !f->kchan || !f->k || !f->v || !f->slots)
     return UQ_ENOMEM;
-  tk_fill_normal_f32(rng, f->normals, NORMALS, 1.0);
+  synth_fill_normal_f32(rng, f->normals, NORMALS, 1.0);
   for (size_t i = 0; i < row; i++)
-    f->kchan[i] = (float)exp2(0.75 * tk_rng_normal(rng));
+    f->kchan[i] = (float)exp2(0.75 * synth_rng_normal(rng));
   return 0;
 }
 
@@ -70,11 +71,12 @@ static inline uint16_t to_bf16(float x) {
 }
 
 /* Token i of the staging rows: K and V of every kv head. */
-static void fill_token(fill_rows *f, size_t i, int hk, int d, tk_rng *rng) {
+static void fill_token(fill_rows *f, size_t i, int hk, int d, synth_rng *rng) {
   for (int h = 0; h < hk; h++) {
     size_t at = (i * (size_t)hk + (size_t)h) * (size_t)d;
-    uint32_t ok = (uint32_t)tk_rng_u64(rng), ov = (uint32_t)tk_rng_u64(rng);
-    float vmag = ldexpf(1.0f, (int)tk_rng_below(rng, 7) - 3);
+    uint32_t ok = (uint32_t)synth_rng_u64(rng);
+    uint32_t ov = (uint32_t)synth_rng_u64(rng);
+    float vmag = ldexpf(1.0f, (int)synth_rng_below(rng, 7) - 3);
     const float *kc = f->kchan + (size_t)h * (size_t)d;
     for (int j = 0; j < d; j++) {
       f->k[at + (size_t)j] =
@@ -88,7 +90,7 @@ static void fill_token(fill_rows *f, size_t i, int hk, int d, tk_rng *rng) {
 /* Encodes FILL_TOKENS-token batches of every sequence's tokens below
  * b->seq into copy 0 of the cache. */
 static int store_batches(uq_context *ctx, cli_bench_shape *b, fill_rows *f,
-                         void *dk, void *dv, void *dslots, tk_rng *rng) {
+                         void *dk, void *dv, void *dslots, synth_rng *rng) {
   const uq_shape *s = &b->shape;
   int hk = s->num_kv_heads, d = s->head_dim;
   size_t row_bytes = (size_t)hk * (size_t)d * 2u;
@@ -127,7 +129,7 @@ static int store_batches(uq_context *ctx, cli_bench_shape *b, fill_rows *f,
   return rc;
 }
 
-int cli_bench_fill_served(uq_context *ctx, cli_bench_shape *b, tk_rng *rng) {
+int cli_bench_fill_served(uq_context *ctx, cli_bench_shape *b, synth_rng *rng) {
   const uq_shape *s = &b->shape;
   uint64_t copy_bytes = (uint64_t)b->blocks_per_copy * (uint64_t)s->block_size *
                         (uint64_t)s->num_kv_heads * (uint64_t)b->plan.padded_slot;

@@ -3,7 +3,8 @@
 #include <string.h>
 
 #include "cli/bench.h"
-#include "tests/support/testkit.h"
+#include "synth/synth.h"
+#include "uqjit_tools.h"
 
 #define POOL_BLOCKS_MAX 64
 
@@ -51,7 +52,7 @@ void cli_bench_teardown(uq_context *ctx, cli_bench_shape *b) {
 /* A small pool of encoded blocks from random rows; every device block is
  * a copy of pool block (id % pool_blocks), so the host can rebuild any
  * sequence for the reference without holding the whole cache. */
-static int make_pool(cli_bench_shape *b, tk_rng *rng) {
+static int make_pool(cli_bench_shape *b, synth_rng *rng) {
   const uq_shape *s = &b->shape;
   int d = s->head_dim;
   b->pool_blocks = b->blocks_per_copy < POOL_BLOCKS_MAX ? b->blocks_per_copy
@@ -63,8 +64,8 @@ static int make_pool(cli_bench_shape *b, tk_rng *rng) {
   int rc = b->pool && k && v ? 0 : UQ_ENOMEM;
   for (uint64_t i = 0; rc == 0 && i < slots; i++) {
     for (int j = 0; j < d; j++) {
-      k[j] = uq_float_to_bf16((float)tk_rng_normal(rng));
-      v[j] = uq_float_to_bf16((float)tk_rng_normal(rng));
+      k[j] = uq_float_to_bf16((float)synth_rng_normal(rng));
+      v[j] = uq_float_to_bf16((float)synth_rng_normal(rng));
     }
     rc = uq_encode_slot(d, UQ_DTYPE_BF16, k, v,
                         b->pool + i * (uint64_t)b->plan.padded_slot);
@@ -85,8 +86,8 @@ int cli_bench_setup(uq_context *ctx, cli_bench_shape *b, const uq_shape *s,
   b->fill = fill;
   int64_t bsz = s->batch, mb = s->max_blocks_per_seq;
   b->blocks_per_copy = fill == CLI_FILL_SERVED ? cli_bench_pool_blocks(bsz * mb) : bsz * mb;
-  tk_rng rng;
-  tk_rng_seed(&rng, seed);
+  synth_rng rng;
+  synth_rng_seed(&rng, seed);
   int rc = fill == CLI_FILL_POOL ? make_pool(b, &rng) : 0;
   size_t ntab = (size_t)(bsz * mb);
   size_t nq = (size_t)bsz * s->num_q_heads * s->head_dim;
@@ -109,7 +110,7 @@ int cli_bench_setup(uq_context *ctx, cli_bench_shape *b, const uq_shape *s,
     }
     for (size_t i = 0; i < all; i++)
       perm[i] = (int32_t)i;
-    tk_rng_shuffle_i32(&rng, perm, all);
+    synth_rng_shuffle_i32(&rng, perm, all);
     memcpy(b->base_table, perm, ntab * sizeof *perm);
     free(perm);
   }
@@ -120,7 +121,7 @@ int cli_bench_setup(uq_context *ctx, cli_bench_shape *b, const uq_shape *s,
   for (int64_t i = 0; i < bsz; i++)
     lens[i] = seq;
   for (size_t i = 0; i < nq; i++)
-    b->host_query[i] = uq_float_to_bf16((float)tk_rng_normal(&rng));
+    b->host_query[i] = uq_float_to_bf16((float)synth_rng_normal(&rng));
 
   uint64_t bb = block_bytes(s, plan);
   uint64_t total = (uint64_t)rotations * (uint64_t)b->blocks_per_copy * bb;
@@ -228,7 +229,7 @@ int cli_bench_check(uq_context *ctx, cli_bench_shape *b, int nseq,
     goto done;
   double max_abs = 0.0;
   *nonfinite = 0;
-  *rel_l2 = tk_rel_l2_half(UQ_DTYPE_BF16, out, ref, n, &max_abs, nonfinite);
+  *rel_l2 = synth_rel_l2_half(UQ_DTYPE_BF16, out, ref, n, &max_abs, nonfinite);
 done:
   free(out);
   free(ref);

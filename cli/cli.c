@@ -193,7 +193,7 @@ static const shape_flag shape_flags[] = {
     {"--dtype", "bf16|fp16", T_DTYPE, SHAPE_FIELD(q_dtype), 0, 0,
      "query and output dtype (default bf16)"},
     {"--target", "T", T_TARGET, offsetof(cli_shape, target), 0, 0,
-     "gfx950 (default), gfx942, gfx90a, sm_90, sm_90a, ... with "
+     UQ_DEFAULT_TARGET " (default), gfx942, gfx90a, sm_90, sm_90a, ... with "
      ":sramecc+/-, :xnack+/-; or a GPU: mi355x, mi300x, mi325x, mi250x, "
      "h100, h200"},
     {"--variant", "V", T_TEXT, offsetof(cli_shape, variant), 0, 0,

@@ -11,7 +11,7 @@
 #include "cli/cli.h"
 #include "cli/cmd_util.h"
 #include "cli/commands.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 #define CMD "bench"
 #define MAX_LIST 32

@@ -94,17 +94,18 @@ static void cache_usage(FILE *out) {
           "  -h, --help                 this help\n");
 }
 
-/* Entries of the format v1 are never read: says so when a directory still
- * holds them. */
-static void note_v1(const char *dir) {
-  char path[4096];
-  struct stat st;
-  snprintf(path, sizeof path, "%s/v1", dir);
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-    fprintf(stderr,
-            "uqjit cache: note: %s holds entries of cache format v1, which "
-            "this version ignores (`rm -r %s` removes them)\n",
-            dir, path);
+static int note_legacy_dir(void *user, const char *path, int version) {
+  fprintf(stderr,
+          "uqjit cache: note: %s holds entries of cache format v%d, which "
+          "this version ignores (`rm -r %s` removes them)\n",
+          *(const char *const *)user, version, path);
+  return 0;
+}
+
+/* Entries of older cache formats are never read: says so when the layer
+ * `dir` still holds them (uq_cache_legacy_dirs finds them). */
+static void note_legacy(const char *dir) {
+  (void)uq_cache_legacy_dirs(dir, note_legacy_dir, &dir);
 }
 
 /* ---- layers ---- */
@@ -318,7 +319,7 @@ static int cache_ls(const cache_options *o, const char *dir) {
              l->exists ? "" : ": absent");
     if (!l->exists)
       continue;
-    note_v1(l->path);
+    note_legacy(l->path);
     int rc = uq_cache_list(l->path, ls_visit, &st);
     if (rc != 0)
       code = cli_fail(CMD, rc, "cannot list the cache");
@@ -509,7 +510,7 @@ static int cache_stats(const cache_options *o, const char *dir) {
     cli_layer *l = &o->layers->v[i];
     if (!l->exists)
       continue;
-    note_v1(l->path);
+    note_legacy(l->path);
     int rc = uq_cache_list(l->path, stats_visit, l);
     if (rc != 0)
       code = cli_fail(CMD, rc, "cannot read the cache");

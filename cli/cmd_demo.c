@@ -12,8 +12,8 @@
 #include "cli/cli.h"
 #include "cli/cmd_util.h"
 #include "cli/commands.h"
-#include "tests/support/testkit.h"
-#include "uqjit.h"
+#include "synth/synth.h"
+#include "uqjit_tools.h"
 
 #define CMD "demo"
 #define NAME_LEN 512
@@ -96,8 +96,8 @@ static int verify(const uq_shape *s, const uint16_t *out, const double *ref) {
   int ok = 1;
   printf("== verification against the double-precision reference\n");
   for (int b = 0; b < s->batch; b++) {
-    double rel = tk_rel_l2_half(s->q_dtype, out + b * per, ref + b * per,
-                                per, &max_abs, &bad);
+    double rel = synth_rel_l2_half(s->q_dtype, out + b * per, ref + b * per,
+                                   per, &max_abs, &bad);
     if (!(rel < TOLERANCE))
       ok = 0;
     if (rel > worst || isnan(rel))
@@ -130,9 +130,9 @@ static int all_compiled(uq_context *ctx, const uq_key *keys, size_t n) {
 
 /* Offline compile for the first target whose compiler exists, with the
  * decode layer `variant` names (NULL: UQJIT_VARIANT). */
-static void offline_compile(const tk_problem *p, const char *want,
+static void offline_compile(const synth_problem *p, const char *want,
                             const char *variant, const char *cache_dir) {
-  static const char *const defaults[] = {"gfx950", "sm_90"};
+  static const char *const defaults[] = {UQ_DEFAULT_TARGET, "sm_90"};
   const char *const *targets = want ? &want : defaults;
   size_t nt = want ? 1 : 2;
   printf("== JIT and cache (offline: no GPU is used)\n");
@@ -195,7 +195,7 @@ static void offline_compile(const tk_problem *p, const char *want,
          "skipped\n");
 }
 
-static int run_cpu(const tk_problem *p, const char *target,
+static int run_cpu(const synth_problem *p, const char *target,
                    const char *variant, const char *cache_dir) {
   offline_compile(p, target, variant, cache_dir);
   const uq_shape *s = &p->shape;
@@ -207,7 +207,7 @@ static int run_cpu(const tk_problem *p, const char *target,
     cli_fail(CMD, UQ_ENOMEM, "out of memory");
     goto done;
   }
-  uq_decode_args a = tk_problem_decode_args(p, out);
+  uq_decode_args a = synth_problem_decode_args(p, out);
   printf("== decode on the CPU (reference, %s output)\n",
          cli_dtype_name(s->q_dtype));
   double t0 = cli_now();
@@ -234,7 +234,7 @@ done:
  * rows, query and tables, and the cache the store kernel writes. On
  * failure `what` says which step failed. */
 typedef struct gpu_run {
-  const tk_problem *p;
+  const synth_problem *p;
   uq_context *ctx;
   uq_plan plan;
   size_t out_elems, rows;
@@ -281,7 +281,7 @@ static int gpu_open(gpu_run *g, const char *variant, const char *cache_dir) {
 
 /* Device buffers, filled from the host problem; the cache zeroed. */
 static int gpu_upload(gpu_run *g) {
-  const tk_problem *p = g->p;
+  const synth_problem *p = g->p;
   const uq_shape *s = &p->shape;
   uq_context *ctx = g->ctx;
   size_t elt = 2, map_bytes = (size_t)p->num_tokens * sizeof(int64_t);
@@ -317,12 +317,12 @@ static int gpu_upload(gpu_run *g) {
 /* Stores on the GPU and counts the bytes that differ from the CPU store's
  * in *diff; prints both. */
 static int gpu_store_check(gpu_run *g, size_t *diff) {
-  const tk_problem *p = g->p;
+  const synth_problem *p = g->p;
   uint8_t *back = malloc(p->cache_bytes ? p->cache_bytes : 1);
   g->what = "out of memory";
   if (back == NULL)
     return UQ_ENOMEM;
-  uq_store_args sa = tk_problem_store_args(p, g->k, g->v, g->map, g->cache);
+  uq_store_args sa = synth_problem_store_args(p, g->k, g->v, g->map, g->cache);
   uq_stats st0, st1;
   uq_get_stats(g->ctx, &st0);
   double t0 = cli_now();
@@ -407,7 +407,7 @@ static int gpu_decode_timed(gpu_run *g) {
 /* Copies the output back and checks it against the double-precision
  * reference; *ok says whether every sequence passed. */
 static int gpu_verify(gpu_run *g, int *ok) {
-  const tk_problem *p = g->p;
+  const synth_problem *p = g->p;
   uint16_t *out = calloc(g->out_elems, sizeof *out);
   double *ref = calloc(g->out_elems, sizeof *ref);
   int rc = UQ_ENOMEM;
@@ -417,7 +417,7 @@ static int gpu_verify(gpu_run *g, int *ok) {
     rc = uq_memcpy_d2h(g->ctx, out, g->out, g->out_elems * 2);
   }
   if (rc == 0) {
-    uq_decode_args ha = tk_problem_decode_args(p, NULL);
+    uq_decode_args ha = synth_problem_decode_args(p, NULL);
     g->what = "double-precision reference failed";
     rc = uq_reference_decode_f64(&p->shape, &ha, ref);
   }
@@ -428,7 +428,7 @@ static int gpu_verify(gpu_run *g, int *ok) {
   return rc;
 }
 
-static int run_gpu(const tk_problem *p, const char *variant,
+static int run_gpu(const synth_problem *p, const char *variant,
                    const char *cache_dir) {
   const uq_shape *s = &p->shape;
   gpu_run g;
@@ -535,15 +535,15 @@ static int parse_demo(demo_args *d, int argc, char **argv) {
 }
 
 /* Builds the problem and encodes it with the CPU store, printed. */
-static int make_data(const demo_args *d, tk_problem *p) {
+static int make_data(const demo_args *d, synth_problem *p) {
   const uq_shape *s = &d->in.shape;
-  tk_problem_opts o;
-  tk_problem_opts_init(&o, (uint64_t)d->seed);
-  int rc = tk_problem_make(p, s, d->lens, &o);
+  synth_problem_opts o;
+  synth_problem_opts_init(&o, (uint64_t)d->seed);
+  int rc = synth_problem_make(p, s, d->lens, &o);
   if (rc != 0)
     return cli_fail(CMD, rc, "cannot build the problem");
   double t0 = cli_now();
-  rc = tk_problem_store(p);
+  rc = synth_problem_store(p);
   if (rc != 0)
     return cli_fail(CMD, rc, rc == UQ_ENOMEM ? "out of memory for the cache"
                                              : "CPU store failed");
@@ -579,10 +579,10 @@ int cli_cmd_demo(int argc, char **argv) {
   if (!plan.eligible)
     printf("  not eligible for the fast path: %s\n", plan.reason);
 
-  tk_problem p;
+  synth_problem p;
   int code = make_data(&d, &p);
   if (code != 0) {
-    tk_problem_free(&p);
+    synth_problem_free(&p);
     return code;
   }
   if (devices > 0 && !d.cpu) {
@@ -596,6 +596,6 @@ int cli_cmd_demo(int argc, char **argv) {
   } else {
     code = run_cpu(&p, d.in.target, d.in.variant, d.cache_dir);
   }
-  tk_problem_free(&p);
+  synth_problem_free(&p);
   return code;
 }

@@ -7,7 +7,7 @@
 #include "cli/cli.h"
 #include "cli/cmd_util.h"
 #include "cli/commands.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 #define CMD "dump"
 #define NAME_LEN 512

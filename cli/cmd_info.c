@@ -5,7 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 #define CMD "info"
 

@@ -243,7 +243,7 @@ static int plan_run(const plan_options *o, uq_plan *plan, view *v) {
       .plan = plan,
       .target = plan->num_kernels > 0 ? plan->kernels[0].target
                 : o->in.target          ? o->in.target
-                                        : "gfx950",
+                                        : UQ_DEFAULT_TARGET,
       .hk = o->in.shape.num_kv_heads,
       .hq = o->in.shape.num_q_heads,
       .d = o->in.shape.head_dim,

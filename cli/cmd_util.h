@@ -1,7 +1,7 @@
 /* Helpers shared by the dump, warm, cache, info, demo and bench commands:
  * list and size parsing, a monotonic clock, a compile-only context and byte
- * counts. The synthetic problems of demo and bench come from the testkit
- * (tests/support/testkit.h). Uses only uqjit.h. */
+ * counts. The synthetic problems of demo and bench come from synth/
+ * (synth/synth.h), which the tests share. Uses only uqjit.h. */
 #ifndef CLI_CMD_UTIL_H
 #define CLI_CMD_UTIL_H
 

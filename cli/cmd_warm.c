@@ -80,7 +80,7 @@ static void warm_usage(FILE *out) {
           "  --batch-sizes LIST         comma-separated batch sizes, e.g. "
           "1,2,4,8,16\n"
           "  --target T[,T...]          targets (repeatable; default "
-          "gfx950)\n"
+          UQ_DEFAULT_TARGET ")\n"
           "  --exact-target             warm sm_90 alone, without sm_90a\n"
           "  --cache-dir D              cache directory to fill (default: "
           "UQJIT_CACHE_DIR,\n"
@@ -211,14 +211,14 @@ static int warm_parse_own(warm_options *o, int argc, char **argv, int *i) {
   return 0;
 }
 
-/* Splits the joined --target text (default gfx950) into o->targets, each
- * canonical (a GPU name resolved: an unknown target is a usage error),
- * and adds sm_90a after a plain sm_90 unless --exact-target: a compute
+/* Splits the joined --target text (default UQ_DEFAULT_TARGET) into
+ * o->targets, each canonical (a GPU name resolved: an unknown target is a
+ * usage error), and adds sm_90a after a plain sm_90 unless --exact-target: a compute
  * capability 9.0 device (H100, H200) reports sm_90a and asks for its
  * warpgroup-layer keys, so an image warmed for sm_90 alone would miss. */
 static int warm_split_targets(warm_options *o) {
   if (!o->target_buf[0])
-    snprintf(o->target_buf, sizeof o->target_buf, "gfx950");
+    snprintf(o->target_buf, sizeof o->target_buf, "%s", UQ_DEFAULT_TARGET);
   int sm90 = 0, sm90a = 0;
   for (char *save = NULL, *t = strtok_r(o->target_buf, ",", &save); t;
        t = strtok_r(NULL, ",", &save)) {

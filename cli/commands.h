@@ -5,7 +5,7 @@
  *
  * Adding a command: write cli/cmd_<name>.c defining cli_cmd_<name>,
  * declare it here, add the file to uqjit_sources in cli/meson.build and a
- * row to commands[] in cli/uqjit.c. A command's file keeps three steps
+ * row to commands[] in cli/main.c. A command's file keeps three steps
  * apart: parse (argv into an options struct; help and usage errors), run
  * (the work, through uqjit.h, into a result struct) and print (text or
  * JSON from the result); cli_cmd_<name> only calls them in turn. Output

@@ -9,7 +9,13 @@
  * says otherwise. A call refused for a bad argument writes nothing to the
  * caller's buffers, except that a result it hands back through a pointer
  * argument (a plan, a context or buffer pointer, an instruction mix) is
- * cleared (zeroed or NULL) once that pointer is known to be non-NULL. */
+ * cleared (zeroed or NULL) once that pointer is known to be non-NULL.
+ *
+ * This header is what an integrator uses: the format, plans and keys,
+ * contexts, compiling and the cache, decode and store. The tools' part of
+ * the same library (code objects and disassembly, instruction mix, the
+ * info report, device memory, streams, events and graphs) is declared in
+ * uqjit_tools.h. */
 #ifndef UQJIT_H
 #define UQJIT_H
 
@@ -186,6 +192,10 @@ typedef enum {
  * UQ_EINVAL with the accepted forms in uq_last_error(). At most
  * UQ_TARGET_MAX bytes with the NUL. */
 #define UQ_TARGET_MAX 48
+/* The target taken where none is named: by uq_plan_make,
+ * uq_plan_make_variant and uq_store_key for a NULL target, and by the
+ * uqjit command's --target. */
+#define UQ_DEFAULT_TARGET "gfx950"
 
 /* The canonical form of a target (a GPU name resolved, lower case,
  * features sorted) into out (n bytes, UQ_TARGET_MAX is enough). UQ_EINVAL
@@ -272,7 +282,7 @@ typedef struct uq_plan {
 } uq_plan;
 
 /* Plans a decode of `shape` for `target` (e.g. "gfx950", "sm_90a"; NULL =
- * "gfx950") with the layer UQJIT_VARIANT asks for (read at every call):
+ * UQ_DEFAULT_TARGET) with the layer UQJIT_VARIANT asks for (read at every call):
  * uq_plan_make_variant(shape, target, NULL, plan). */
 UQ_EXTERN int uq_plan_make(const uq_shape *shape, const char *target,
                            uq_plan *plan);
@@ -439,76 +449,11 @@ typedef struct uq_stats {
 } uq_stats;
 UQ_EXTERN int uq_get_stats(const uq_context *ctx, uq_stats *stats);
 
-/* Resource usage of a code object, as far as the tools found can tell
- * (-1 = unknown). */
-typedef struct uq_code_info {
-  char isa[64];
-  char compiler[128];    /* identity of the compiler that built it */
-  int32_t vgprs, sgprs, agprs, registers;
-  int32_t lds_bytes;     /* group segment / static shared memory */
-  int32_t scratch_bytes; /* private segment / local memory per thread */
-} uq_code_info;
-
-/* The code object of a key (compiled or from cache); caller frees *obj. */
-UQ_EXTERN int uq_code_object(uq_context *ctx, const uq_key *key, void **obj,
-                             size_t *len, uq_code_info *info);
-/* Disassembly of a code object (comgr, else llvm-objdump-22 / cuobjdump);
- * caller frees *text. UQ_ENOENT when no disassembler is found. */
-UQ_EXTERN int uq_code_disassemble(const char *target, const void *obj,
-                                  size_t len, char **text,
-                                  uq_code_info *info);
-
-/* Instruction classes of an AMD GCN/CDNA disassembly (uq_code_isa_mix). */
-enum {
-  UQ_ISA_VMEM = 0, /* global_, buffer_, flat_, scratch_ */
-  UQ_ISA_LDS,      /* ds_ */
-  UQ_ISA_MFMA,     /* v_mfma, v_smfmac */
-  UQ_ISA_VALU,     /* other v_ */
-  UQ_ISA_SALU,     /* other s_ */
-  UQ_ISA_SMEM,     /* s_load, s_buffer_load, s_store, s_dcache */
-  UQ_ISA_WAIT,     /* s_waitcnt*, s_barrier, s_nop, s_sleep */
-  UQ_ISA_BRANCH,   /* s_branch, s_cbranch_*, s_setpc, s_swappc, s_endpgm */
-  UQ_ISA_OTHER,
-  UQ_ISA_CLASSES
-};
-/* Static instruction counts by class: of the whole text, and of the
- * outermost loop (the widest span from a backward branch's target to the
- * branch, inner loops counted once). */
-typedef struct uq_isa_mix {
-  int32_t kernel[UQ_ISA_CLASSES];
-  int32_t loop[UQ_ISA_CLASSES]; /* all 0 when loop_found is 0 */
-  int32_t loop_found;           /* a backward branch with a readable target */
-  int32_t inner_loops;          /* backward branches strictly inside it */
-  uint64_t loop_begin, loop_end; /* addresses of its first instruction and
-                                    of its backward branch */
-} uq_isa_mix;
-/* Classifies every instruction of `text` (uq_code_disassemble's output for
- * an AMD code object: llvm-objdump lines with "// <address>:" comments;
- * without addresses no loop is found). A class name for printing:
- * uq_isa_class_name (NULL out of range). UQ_EINVAL (NULL arguments, or no
- * instruction in the text). */
-UQ_EXTERN int uq_code_isa_mix(const char *text, uq_isa_mix *mix);
-UQ_EXTERN const char *uq_isa_class_name(int cls);
-
-/* A report of compilers, runtimes, devices and cache directories found
- * (caller frees). */
-UQ_EXTERN int uq_info_report(char **text);
-/* The GPU libraries uqjit loads at first use (HIP runtime, hipRTC, comgr,
- * CUDA driver, NVRTC) as a JSON array, one object per library: "id",
- * "what", "override" (the variable that replaces the list, e.g.
- * UQJIT_HIP_LIB) and "override_value" (null when unset), "candidates" (the
- * names in the order the loader tries them: sonames, then under
- * $ROCM_PATH/lib and /opt/rocm/lib, or $CUDA_HOME/lib64, $CUDA_PATH/lib64
- * and /usr/local/cuda/lib64), "attempts" (each {"name", "loaded": file} or
- * {"name", "error": dlerror text}) and "loaded" (the file, or null). Probing
- * loads the libraries it finds, as a real run would. The caller frees *json
- * with uq_free. UQ_EINVAL (json NULL), UQ_ENOMEM. */
-UQ_EXTERN int uq_info_libraries(char **json);
-
 /* Cache maintenance on one directory (NULL = the default writable one).
  * Entries live in <dir>/v2/<target>/<2 hex>/<30 hex>.<16 hex>.co: the
  * kernel's digest (format version, target, symbol, generated source), then
- * the compiler's (identity and options); v1 directories are ignored. */
+ * the compiler's (identity and options); directories of older formats
+ * (v1) are ignored (uq_cache_legacy_dirs lists them). */
 typedef struct uq_cache_entry {
   const char *path;      /* valid during the callback only, like every string */
   const char *target;
@@ -581,6 +526,20 @@ UQ_EXTERN int uq_cache_prune(const char *dir, uint64_t max_bytes,
                              uint64_t *removed, uint64_t *bytes_left);
 /* The writable cache directory in effect (caller frees). */
 UQ_EXTERN int uq_cache_default_dir(char **dir);
+/* A directory of an older cache format under a cache directory: `path`
+ * (dir/v1, ...; valid during the callback only) of format
+ * `format_version`. This version never reads its entries (their names and
+ * digests differ), so removing it loses nothing this version can use. */
+typedef int (*uq_cache_legacy_fn)(void *user, const char *path,
+                                  int format_version);
+/* Calls visit (stops when it returns non-zero) for each directory of an
+ * older cache format under the cache directory `dir` (one layer's root;
+ * NULL: the default writable one), oldest first. Reads nothing inside
+ * them and creates, changes and removes nothing. 0 (also when there is
+ * none, or no directory `dir`); UQ_EINVAL (visit NULL); UQ_ENOENT (dir
+ * NULL and no default can be named); UQ_ENOMEM. */
+UQ_EXTERN int uq_cache_legacy_dirs(const char *dir, uq_cache_legacy_fn visit,
+                                   void *user);
 
 /* ------------------------------------------------------------------ */
 /* Launching on the GPU. Buffers in uq_decode_args / uq_store_args are   */
@@ -615,65 +574,6 @@ UQ_EXTERN int uq_decode(uq_context *ctx, const uq_shape *shape,
  * block_size like negative ones. num_tokens 0 launches nothing. */
 UQ_EXTERN int uq_store(uq_context *ctx, const uq_store_args *args,
                        void *stream);
-
-/* Small device utilities, so that tools and tests need only this header.
- * Each works on the context's device (opened on first use): UQ_ENODEV for
- * a compile-only context or no runtime, UQ_EDEVICE with the runtime's
- * message when a runtime call fails, UQ_EINVAL for NULL arguments. Copies
- * and memsets are synchronous. */
-/* Devices of the runtime in use; 0 (and status 0) when there is none, the
- * reason left in uq_last_error(). */
-UQ_EXTERN int uq_device_count(int *count);
-/* Marketing name ("NVIDIA H200"), truncated to n bytes. */
-UQ_EXTERN int uq_device_name(uq_context *ctx, char *buf, size_t n);
-/* Device memory of `bytes` (> 0); the caller releases it with
- * uq_device_free on the same context. */
-UQ_EXTERN int uq_device_alloc(uq_context *ctx, size_t bytes, void **ptr);
-/* NULL is ok. */
-UQ_EXTERN int uq_device_free(uq_context *ctx, void *ptr);
-UQ_EXTERN int uq_memcpy_h2d(uq_context *ctx, void *dst, const void *src,
-                            size_t bytes);
-UQ_EXTERN int uq_memcpy_d2h(uq_context *ctx, void *dst, const void *src,
-                            size_t bytes);
-UQ_EXTERN int uq_memcpy_d2d(uq_context *ctx, void *dst, const void *src,
-                            size_t bytes);
-/* The same copy, asynchronous on `stream` (NULL: the default stream), for
- * timing a copy with events. */
-UQ_EXTERN int uq_memcpy_d2d_async(uq_context *ctx, void *dst, const void *src,
-                                  size_t bytes, void *stream);
-UQ_EXTERN int uq_memset_d8(uq_context *ctx, void *dst, uint8_t value,
-                           size_t bytes);
-UQ_EXTERN int uq_synchronize(uq_context *ctx);
-
-/* Streams, events and graphs, for benchmarks and graph-capture tests.
- * Streams are CUstream / hipStream_t handles owned by the caller: made by
- * uq_stream_create, released by uq_stream_destroy (NULL is ok) on the same
- * context. Errors as for the device utilities above. */
-UQ_EXTERN int uq_stream_create(uq_context *ctx, void **stream);
-UQ_EXTERN int uq_stream_destroy(uq_context *ctx, void *stream);
-UQ_EXTERN int uq_stream_synchronize(uq_context *ctx, void *stream);
-
-/* A timing event of the context's device; the caller releases it with
- * uq_event_destroy (NULL is ok) before the context. */
-typedef struct uq_event uq_event;
-UQ_EXTERN int uq_event_create(uq_context *ctx, uq_event **event);
-UQ_EXTERN int uq_event_record(uq_event *event, void *stream);
-/* Milliseconds between two recorded events (waits for `end`). */
-UQ_EXTERN int uq_event_elapsed_ms(uq_event *start, uq_event *end, float *ms);
-UQ_EXTERN void uq_event_destroy(uq_event *event);
-
-/* Stream capture into a graph (CUDA graphs / HIP graphs): begin on a
- * created stream (UQ_EINVAL for the default stream), run uq_decode /
- * uq_store on it (their kernels must already be loaded: a first call that
- * compiles or loads must come before the capture), then end to get an
- * instantiated graph that the caller launches any number of times and
- * releases with uq_graph_destroy (NULL is ok) before the context. */
-typedef struct uq_graph uq_graph;
-UQ_EXTERN int uq_graph_capture_begin(uq_context *ctx, void *stream);
-UQ_EXTERN int uq_graph_capture_end(uq_context *ctx, void *stream,
-                                   uq_graph **graph);
-UQ_EXTERN int uq_graph_launch(uq_graph *graph, void *stream);
-UQ_EXTERN void uq_graph_destroy(uq_graph *graph);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,10 @@ Usage: check-includes.py [--root DIR]
 
 Each folder below is one stage of the pipeline and may include only its own
 files, the public "uqjit.h" and the folders listed for it, all of which sit
-below it. Every other quoted include must name a path from the repository
+below it. The second public header, "uqjit_tools.h" (code objects and
+disassembly, the info report, device utilities), is for the folders of
+TOOLS only: the library parts that implement it, the command, benchmarks
+and tests. Every other quoted include must name a path from the repository
 root ("lib/base/error.h"): one include style, and the folder of each header
 is visible at the include. Angle-bracket includes (system and library
 headers) are not checked.
@@ -28,15 +31,20 @@ LAYERS = [
     ("lib/compile", ["lib/base", "lib/codegen"]),
     ("lib/gpu", ["lib/base"]),
     ("lib/runtime", LIB[:-1] + ["templates/common"]),
-    # The support library and the command see the library only through
-    # the public header.
-    ("tests/support", []),
-    ("cli", ["tests/support"]),
+    # The synthetic problems, the test-support library and the command see
+    # the library only through the public header; the command links nothing
+    # from tests/.
+    ("synth", []),
+    ("tests/support", ["synth"]),
+    ("cli", ["synth"]),
     # Benchmarks and tests may reach everything below them.
-    ("bench", LIB + ["templates", "tests", "cli"]),
-    ("tests", LIB + ["templates", "cli"]),
+    ("bench", LIB + ["templates", "synth", "tests", "cli"]),
+    ("tests", LIB + ["templates", "synth", "cli"]),
 ]
 PUBLIC = {"uqjit.h"}
+# The tools' public header and the folders that may include it.
+TOOLS_HEADER = "uqjit_tools.h"
+TOOLS = ["lib/compile", "lib/runtime", "cli", "tests", "bench"]
 # Headers made by the build (meson's configure_file), by their root path.
 GENERATED = {"lib/base/uq_config.h"}
 SOURCES = (".c", ".h")
@@ -72,6 +80,11 @@ def check_file(root, rel):
             target = m.group(1)
             where = "%s:%d: \"%s\"" % (rel, n, target)
             if target in PUBLIC:
+                continue
+            if target == TOOLS_HEADER:
+                if not any(within(folder, t) for t in TOOLS):
+                    problems.append("%s: %s may not include %s (allowed in: %s)"
+                                    % (where, folder, target, ", ".join(TOOLS)))
                 continue
             parts = target.split("/")
             if target.startswith("/") or "." in parts or ".." in parts:

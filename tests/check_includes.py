@@ -29,6 +29,7 @@ def planted_tree(root, extra):
     """A small tree that follows the order, plus one file `extra` =
     (path, text) that may not."""
     write(root, "include/uqjit.h", "\n")
+    write(root, "include/uqjit_tools.h", '#include "uqjit.h"\n')
     write(root, "lib/base/error.h", '#include "uqjit.h"\n')
     write(root, "lib/cache/cache.c", '#include "lib/base/error.h"\n')
     write(root, "lib/codegen/key.h", "\n")
@@ -36,7 +37,11 @@ def planted_tree(root, extra):
     write(root, "lib/runtime/context.c",
           '#include "lib/runtime/table.h"\n#include "lib/cache/cache.c"\n'
           '#include "lib/base/uq_config.h"\n#include <stdio.h>\n')
-    write(root, "cli/cli.c", '#include "uqjit.h"\n')
+    write(root, "synth/synth.h", '#include "uqjit.h"\n')
+    write(root, "tests/support/testkit.h", '#include "synth/synth.h"\n')
+    write(root, "cli/cli.c", '#include "uqjit.h"\n#include "synth/synth.h"\n')
+    write(root, "cli/cmd_dump.c", '#include "uqjit_tools.h"\n')
+    write(root, "tests/support/half.c", '#include "uqjit_tools.h"\n')
     write(root, *extra)
 
 
@@ -50,6 +55,14 @@ CASES = [
      "lib/cache may not include lib/codegen"),
     ("cli reaches the library", ("cli/cmd.c", '#include "lib/base/error.h"\n'), 1,
      "cli may not include lib/base"),
+    ("cli reaches the tests", ("cli/cmd.c", '#include "tests/support/testkit.h"\n'), 1,
+     "cli may not include tests/support"),
+    ("synth reaches the library", ("synth/rng.c", '#include "lib/base/error.h"\n'), 1,
+     "synth may not include lib/base"),
+    ("tools header below the tools", ("lib/cache/admin.c", '#include "uqjit_tools.h"\n'), 1,
+     'lib/cache/admin.c:1: "uqjit_tools.h": lib/cache may not include uqjit_tools.h'),
+    ("tools header in synth", ("synth/rng.c", '#include "uqjit_tools.h"\n'), 1,
+     "synth may not include uqjit_tools.h"),
     ("relative", ("lib/cache/rel.c", '#include "../base/error.h"\n'), 1,
      "not a path from the repository root"),
     ("bare name", ("lib/base/env.c", '#include "error.h"\n'), 1,

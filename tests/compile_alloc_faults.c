@@ -19,7 +19,7 @@
 
 #include "tests/alloc_inject.h"
 #include "tests/cache_util.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 #define STORE_KEY "uq_store_sm_90a_bf16_d128_hk1_ps144"
 

@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "tests/cli_run.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 static const char *const archs[] = {"gfx950", "gfx942", "gfx90a"};
 #define NARCHS 3

@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "tests/cache_util.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 static const char *const targets[] = {"sm_90a", "sm_90", "gfx950"};
 #define NTARGETS 3

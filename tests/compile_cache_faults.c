@@ -21,7 +21,7 @@
 #include "lib/base/alloc.h"
 #include "lib/cache/cache.h"
 #include "tests/cache_util.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 #define TARGET "gfx942"
 #define MAX_KEYS 16

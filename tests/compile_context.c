@@ -15,7 +15,7 @@
 
 #include "lib/base/os.h"
 #include "lib/compile/compiler.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 static const char *target;
 static char cache_dir[256];

@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "tests/cli_run.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 #define MAX_KEYS 16
 

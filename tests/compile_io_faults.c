@@ -26,7 +26,7 @@
 #include "lib/cache/cache.h"
 #include "tests/cache_util.h"
 #include "tests/cli_run.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 #define TARGET "sm_90a"
 

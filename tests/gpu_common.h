@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "tests/support/testkit.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 /* Exits 77 (Meson: SKIP) when there is no device or no runtime, printing
  * why; otherwise a context on device 0 (destroyed by the caller). */

@@ -34,7 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 #define MAX_CASES 96
 #define MAX_WANTED 4

@@ -27,7 +27,7 @@
 #include "tests/alloc_inject.h"
 #include "tests/cache_util.h"
 #include "tests/support/testkit.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 #define T "gfx950"
 #define STORE_KEY "uq_store_gfx950_bf16_d256_hk1_ps272"

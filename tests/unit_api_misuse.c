@@ -18,7 +18,7 @@
 
 #include "tests/cache_util.h"
 #include "tests/support/testkit.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 #define POISON 0xA5
 #define REGION (4u << 20)

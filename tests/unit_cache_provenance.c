@@ -146,6 +146,19 @@ static int remember(void *user, const uq_cache_entry *e) {
   return 0;
 }
 
+typedef struct legacy_seen {
+  int n, version;
+  char path[PATH_MAX];
+} legacy_seen;
+
+static int remember_legacy(void *user, const char *path, int version) {
+  legacy_seen *l = user;
+  l->n++;
+  l->version = version;
+  snprintf(l->path, sizeof l->path, "%s", path);
+  return 0;
+}
+
 static void cache_entry_records_key_name_compiler_options_route_created(
     void **state) {
   fx *f = *state;
@@ -236,6 +249,31 @@ static void cache_v1_directory_is_ignored(void **state) {
   assert_int_equal(uq_cache_list(f->w, remember, &s), 0);
   assert_int_equal(s.n, 0);
   assert_true(cu_exists(path)); /* ignored, not removed */
+  /* The cache API names the v1 directory, and only that one. */
+  legacy_seen l;
+  memset(&l, 0, sizeof l);
+  assert_int_equal(uq_cache_legacy_dirs(f->w, remember_legacy, &l), 0);
+  assert_int_equal(l.n, 1);
+  assert_int_equal(l.version, 1);
+  cu_fmt(dir, "%s/v1", f->w);
+  assert_string_equal(l.path, dir);
+  assert_true(cu_exists(path));
+  assert_int_equal(uq_cache_legacy_dirs(f->w, NULL, NULL), UQ_EINVAL);
+}
+
+static void cache_legacy_dirs_none_without_older_format(void **state) {
+  fx *f = *state;
+  legacy_seen l;
+  memset(&l, 0, sizeof l);
+  assert_int_equal(uq_cache_legacy_dirs(f->w, remember_legacy, &l), 0);
+  assert_int_equal(l.n, 0);
+  /* A v1 file (not a directory) is not a directory of the old format. */
+  char path[PATH_MAX];
+  cu_fmt(path, "%s/v1", f->w);
+  cu_mkdirs(f->w, 0700);
+  assert_int_equal(cu_write_file(path, "x", 1, 0600), 0);
+  assert_int_equal(uq_cache_legacy_dirs(f->w, remember_legacy, &l), 0);
+  assert_int_equal(l.n, 0);
 }
 
 /* A real kernel's key and the digest the JIT files it under. */
@@ -316,6 +354,7 @@ int main(void) {
       FX(cache_entry_under_another_compilers_name_is_bad),
       FX(cache_metadata_too_long_is_not_storable),
       FX(cache_v1_directory_is_ignored),
+      FX(cache_legacy_dirs_none_without_older_format),
       FX(cache_find_public_finds_kernel_in_dir_or_layer_writing_nothing),
       FX(kernel_digest_names_what_the_kernel_is),
   };

@@ -19,7 +19,7 @@
 #include "lib/base/env.h"
 #include "lib/base/log.h"
 #include "tests/cache_util.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 /* ---- stderr capture ----------------------------------------------------- */
 

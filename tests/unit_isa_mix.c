@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 /* Addresses 0x100 .. : a prologue, an outer loop 0x108 .. 0x134 with an
  * inner loop 0x110 .. 0x118, an epilogue. */

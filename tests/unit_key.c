@@ -13,7 +13,7 @@
 #include "lib/codegen/key.h"
 #include "lib/codegen/layers.h"
 #include "lib/codegen/target.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 /* The decode key of FORMAT.md's example shape, built by hand. */
 static uq_key example_decode(void) {

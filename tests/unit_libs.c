@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "lib/base/libs.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 static void expect_list(uq__lib_id id, const uq__lib_roots *roots,
                         const char *const *want) {

@@ -18,7 +18,7 @@
 #include "lib/cache/cache.h"
 #include "lib/runtime/jit.h"
 #include "tests/cache_util.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 /* The decode key of B 4, Hq, Hk, D 256, block 64 and `blocks` blocks per
  * sequence for `target`. */

@@ -8,6 +8,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The cache format's version: written into every entry's header, hashed
+ * into every digest, and the name of the layout's directory under a cache
+ * root ("v2": UQ__CACHE_VERSION_DIR). Directories of older versions are
+ * ignored (uq_cache_legacy_dirs reports them). */
 #define UQ__CACHE_FORMAT_VERSION 2
 
 typedef struct uq__digest {
@@ -38,6 +42,11 @@ int uq__cache_open(const char *dir, const char *readonly_path, uq__cache **out);
 /* A cache of read-only layers only (a colon separated list of absolute
  * directories): nothing is ever created, written or removed. UQ_ENOMEM. */
 int uq__cache_open_layers(const char *readonly_path, uq__cache **out);
+/* uq__cache_open_layers of every existing layer a context with cache
+ * directory `dir` searches (uq_cache_layers), in that order, the writable
+ * one included but never written: what a lookup that writes nothing (as
+ * uq_cache_find) searches. UQ_ENOMEM. lib/cache/layers.c. */
+int uq__cache_open_search_layers(const char *dir, uq__cache **out);
 void uq__cache_close(uq__cache *c);
 /* The writable directory in use, or NULL when none is usable. */
 const char *uq__cache_dir(const uq__cache *c);
@@ -134,16 +143,8 @@ int uq__cache_inject(uq__cache_op op);
 
 /* ---- Internal to cache/ (cache.c and cache_admin.c) and its tests. ---- */
 
-/* Entry file = this header + metadata + the payload. Integers little-endian:
- *   0 magic "UQJITCO\0" | 8 u32 format version | 12 u32 header size H
- *     (fixed part + metadata) | 16 u64 payload length | 24 payload XXH3-128
- *     (canonical, 16 bytes) | 40 key digest (16) | 56 target, NUL padded
- *     (48 bytes) | 104 i64 created (unix seconds) | 112 u64 provenance
- *     (uq__cache_provenance of the compiler and options below)
- * 120 u64 XXH3-64 of bytes 0..119 followed by bytes 128..H-1 (so any
- *     flipped header or metadata byte is caught)
- * 128 metadata: key name, compiler identity, options, route, each
- *     NUL-terminated, nothing else. The payload starts at H. */
+/* Entry file = a fixed header of this size + metadata + the payload; the
+ * layout, field by field, is documented beside its code in entry.c. */
 #define UQ__CACHE_HEADER_SIZE 128
 #define UQ__CACHE_MAGIC "UQJITCO"
 

@@ -1,7 +1,8 @@
 /* Cache maintenance (uqjit cache ls / verify / prune): walks
  * <dir>/v2/<target>/<2 hex>/ and checks every entry the way a reader does,
  * plus the one thing a reader cannot see: that the file sits under the
- * name of its own key and target. */
+ * name of its own key and target; and finds the directories of older
+ * cache formats, which nothing reads. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -426,4 +427,25 @@ int uq_cache_default_dir(char **dir) {
   if (dir == NULL)
     return uq__errorf(UQ_EINVAL, "uq_cache_default_dir: dir is NULL");
   return uq__cache_resolve_dir(NULL, dir);
+}
+
+int uq_cache_legacy_dirs(const char *dir, uq_cache_legacy_fn visit,
+                         void *user) {
+  uq__error_clear();
+  if (visit == NULL)
+    return uq__errorf(UQ_EINVAL, "uq_cache_legacy_dirs: visit is NULL");
+  char *root = NULL;
+  int rc = uq__cache_resolve_dir(dir, &root);
+  if (rc != 0)
+    return rc;
+  /* Every format before this one named its directory "v<version>". */
+  for (int v = 1; v < UQ__CACHE_FORMAT_VERSION; v++) {
+    char path[UQ__CACHE_PATH_MAX];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/v%d", root, v);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && visit(user, path, v))
+      break;
+  }
+  uq__free(root);
+  return 0;
 }

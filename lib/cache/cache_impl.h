@@ -8,8 +8,11 @@
 
 #include "lib/cache/cache.h"
 
-/* The layout's version directory under a cache root. */
-#define UQ__CACHE_VERSION_DIR "v2"
+/* The layout's version directory under a cache root: "v" and the format
+ * version (UQ__CACHE_FORMAT_VERSION, a plain integer), e.g. "v2". */
+#define UQ__CACHE_STR_(x) #x
+#define UQ__CACHE_STR(x) UQ__CACHE_STR_(x)
+#define UQ__CACHE_VERSION_DIR "v" UQ__CACHE_STR(UQ__CACHE_FORMAT_VERSION)
 /* Length of an entry's file name: "<30 hex>.<16 hex>.co". */
 #define UQ__CACHE_FNAME_LEN 50
 

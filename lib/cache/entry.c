@@ -1,5 +1,6 @@
 /* Entry files of the code-object cache: the digest that names an entry,
- * and the header + payload format, written and verified (cache.h). */
+ * and the header + payload format (documented below, "Entry files"),
+ * written and verified. */
 #include "lib/cache/cache_impl.h"
 
 #include <errno.h>
@@ -132,7 +133,45 @@ uint64_t uq__cache_provenance(const char *compiler, const char *options) {
   return XXH3_64bits_digest(&st);
 }
 
-/* ---- Entry files ------------------------------------------------------- */
+/* ---- Entry files -------------------------------------------------------
+ * An entry file is a fixed header of UQ__CACHE_HEADER_SIZE bytes, the
+ * metadata and the payload. Integers are little-endian; offsets in bytes:
+ *
+ *     0  magic "UQJITCO\0" (UQ__CACHE_MAGIC and its NUL, 8 bytes)
+ *     8  u32 format version (UQ__CACHE_FORMAT_VERSION)
+ *    12  u32 header size H: the fixed part and the metadata
+ *    16  u64 payload length (the file's size minus H)
+ *    24  XXH3-128 of the payload, canonical (16 bytes)
+ *    40  the key digest (uq__cache_digest, 16 bytes)
+ *    56  target, NUL-terminated and NUL-padded (UQ__CACHE_TARGET_FIELD)
+ *   104  i64 created (unix seconds)
+ *   112  u64 provenance: uq__cache_provenance of the compiler and options
+ *        in the metadata (the file name carries it too)
+ *   120  u64 XXH3-64 of bytes 0..119 followed by bytes 128..H-1, so that
+ *        any flipped header or metadata byte is caught
+ *   128  metadata: key name, compiler identity, options, route, each
+ *        NUL-terminated, nothing else (at most UQ__CACHE_MAX_META bytes)
+ *     H  the payload (the code object), to the end of the file
+ *
+ * A reader checks every one of them (read_header, uq__cache_read_entry);
+ * any mismatch makes the entry corrupt, never a wrong kernel. */
+enum {
+  OFF_MAGIC = 0,
+  OFF_VERSION = 8,
+  OFF_HEADER_SIZE = 12,
+  OFF_PAYLOAD_LEN = 16,
+  OFF_PAYLOAD_SUM = 24,
+  OFF_KEY = 40,
+  OFF_TARGET = 56,
+  OFF_CREATED = 104,
+  OFF_PROVENANCE = 112,
+  OFF_CHECKSUM = 120,
+  OFF_META = UQ__CACHE_HEADER_SIZE,
+};
+_Static_assert(OFF_TARGET + UQ__CACHE_TARGET_FIELD == OFF_CREATED,
+               "the target field ends where the creation time starts");
+_Static_assert(OFF_CHECKSUM + 8 == OFF_META,
+               "the checksum is the fixed header's last field");
 
 static int read_full(int fd, void *buf, size_t n, off_t off) {
   uint8_t *p = buf;
@@ -156,7 +195,7 @@ static uint64_t header_checksum(const uint8_t *h, const uint8_t *meta,
                                 size_t meta_len) {
   XXH3_state_t st;
   XXH3_64bits_reset(&st);
-  XXH3_64bits_update(&st, h, 120);
+  XXH3_64bits_update(&st, h, OFF_CHECKSUM);
   XXH3_64bits_update(&st, meta, meta_len);
   return XXH3_64bits_digest(&st);
 }
@@ -188,19 +227,21 @@ size_t uq__cache_make_header(uint8_t *h, const char *target,
     return 0;
   size_t meta_len = at - 1;
   size_t hsize = UQ__CACHE_HEADER_SIZE + meta_len;
-  memcpy(h, UQ__CACHE_MAGIC, 8); /* includes the NUL */
-  put_le32(h + 8, UQ__CACHE_FORMAT_VERSION);
-  put_le32(h + 12, (uint32_t)hsize);
-  put_le64(h + 16, len);
+  memcpy(h + OFF_MAGIC, UQ__CACHE_MAGIC, 8); /* includes the NUL */
+  put_le32(h + OFF_VERSION, UQ__CACHE_FORMAT_VERSION);
+  put_le32(h + OFF_HEADER_SIZE, (uint32_t)hsize);
+  put_le64(h + OFF_PAYLOAD_LEN, len);
   XXH128_canonical_t c;
   XXH128_canonicalFromHash(&c, XXH3_128bits(payload, len));
-  memcpy(h + 24, c.digest, 16);
-  memcpy(h + 40, key->bytes, 16);
-  memcpy(h + 56, target, strlen(target));
-  put_le64(h + 104, (uint64_t)(meta->created != 0 ? meta->created
-                                                  : (int64_t)time(NULL)));
-  put_le64(h + 112, uq__cache_provenance(meta->compiler, meta->options));
-  put_le64(h + 120, header_checksum(h, m, meta_len));
+  memcpy(h + OFF_PAYLOAD_SUM, c.digest, 16);
+  memcpy(h + OFF_KEY, key->bytes, 16);
+  memcpy(h + OFF_TARGET, target, strlen(target));
+  put_le64(h + OFF_CREATED, (uint64_t)(meta->created != 0
+                                           ? meta->created
+                                           : (int64_t)time(NULL)));
+  put_le64(h + OFF_PROVENANCE,
+           uq__cache_provenance(meta->compiler, meta->options));
+  put_le64(h + OFF_CHECKSUM, header_checksum(h, m, meta_len));
   return hsize;
 }
 
@@ -236,9 +277,9 @@ static int read_header(int fd, const struct stat *st, uq__cache_entry_info *in,
   int rc = read_full(fd, h, UQ__CACHE_HEADER_SIZE, 0);
   if (rc != 0)
     return rc;
-  uint32_t hs = get_le32(h + 12);
-  if (memcmp(h, UQ__CACHE_MAGIC, 8) != 0 ||
-      get_le32(h + 8) != UQ__CACHE_FORMAT_VERSION ||
+  uint32_t hs = get_le32(h + OFF_HEADER_SIZE);
+  if (memcmp(h + OFF_MAGIC, UQ__CACHE_MAGIC, 8) != 0 ||
+      get_le32(h + OFF_VERSION) != UQ__CACHE_FORMAT_VERSION ||
       hs < UQ__CACHE_HEADER_SIZE + 4 ||
       hs > UQ__CACHE_HEADER_SIZE + UQ__CACHE_MAX_META ||
       (uint64_t)st->st_size < hs ||
@@ -249,14 +290,14 @@ static int read_header(int fd, const struct stat *st, uq__cache_entry_info *in,
                  UQ__CACHE_HEADER_SIZE);
   if (rc != 0)
     return rc;
-  if (get_le64(h + 120) !=
+  if (get_le64(h + OFF_CHECKSUM) !=
       header_checksum(h, h + UQ__CACHE_HEADER_SIZE, meta_len))
     return UQ_ECORRUPT;
-  *plen = get_le64(h + 16);
+  *plen = get_le64(h + OFF_PAYLOAD_LEN);
   if (*plen != (uint64_t)st->st_size - hs)
     return UQ_ECORRUPT;
   /* The target field: a NUL-terminated name with zero padding. */
-  const char *tf = (const char *)h + 56;
+  const char *tf = (const char *)h + OFF_TARGET;
   size_t tlen = strnlen(tf, UQ__CACHE_TARGET_FIELD);
   if (tlen == 0 || tlen == UQ__CACHE_TARGET_FIELD)
     return UQ_ECORRUPT;
@@ -264,10 +305,10 @@ static int read_header(int fd, const struct stat *st, uq__cache_entry_info *in,
     if (tf[i] != '\0')
       return UQ_ECORRUPT;
   memcpy(in->target, tf, tlen + 1);
-  memcpy(in->key.bytes, h + 40, 16);
+  memcpy(in->key.bytes, h + OFF_KEY, 16);
   in->payload_len = *plen;
-  in->created = (int64_t)get_le64(h + 104);
-  in->provenance = get_le64(h + 112);
+  in->created = (int64_t)get_le64(h + OFF_CREATED);
+  in->provenance = get_le64(h + OFF_PROVENANCE);
   if (parse_meta(h + UQ__CACHE_HEADER_SIZE, meta_len, in) != 0 ||
       in->provenance != uq__cache_provenance(in->compiler, in->options))
     return UQ_ECORRUPT;
@@ -317,7 +358,7 @@ int uq__cache_read_entry(int fd, const char *target, const uq__digest *key,
       (key != NULL && memcmp(key->bytes, in->key.bytes, 16) != 0) ||
       (provenance != NULL && *provenance != in->provenance))
     return UQ_ECORRUPT;
-  rc = read_full(fd, want_sum, 16, 24);
+  rc = read_full(fd, want_sum, 16, OFF_PAYLOAD_SUM);
   if (rc != 0)
     return rc;
   XXH128_canonical_t sum;

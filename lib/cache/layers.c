@@ -1,6 +1,6 @@
 /* The cache's layers as a whole: which directories a context searches and
  * in what order (the writable one, UQJIT_CACHE_PATH, the system layer
- * under the install prefix), and making a directory readable by every
+ * under the install prefix), a read-only cache over all of them, and making a directory readable by every
  * user for an image (uq_cache_share). */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "lib/base/alloc.h"
+#include "lib/base/buf.h"
 #include "lib/base/env.h"
 #include "lib/base/error.h"
 #include "lib/base/uq_config.h"
@@ -179,6 +180,30 @@ int uq_cache_layers(const char *dir, uq_cache_layer_fn visit, void *user) {
   if (rc == UQ_ENOMEM)
     return uq__errorf(rc, "uq_cache_layers: out of memory");
   return rc < 0 ? rc : 0;
+}
+
+static int join_layer(void *user, const uq_cache_layer *l) {
+  uq__buf *b = user;
+  if (l->exists)
+    uq__buf_printf(b, "%s%s", b->len > 0 ? ":" : "", l->path);
+  return 0;
+}
+
+int uq__cache_open_search_layers(const char *dir, uq__cache **out) {
+  *out = NULL;
+  uq__buf b;
+  uq__buf_init(&b);
+  char *layers = NULL;
+  int rc = uq_cache_layers(dir, join_layer, &b);
+  if (rc == 0)
+    uq__buf_puts(&b, "");
+  if (rc == 0 && (b.status != 0 || (layers = uq__buf_take(&b, NULL)) == NULL))
+    rc = uq__errorf(UQ_ENOMEM, "cache: out of memory");
+  uq__buf_free(&b);
+  if (rc == 0)
+    rc = uq__cache_open_layers(layers, out);
+  uq__free(layers);
+  return rc;
 }
 
 /* ---- uq_cache_share ---------------------------------------------------------- */

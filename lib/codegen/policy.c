@@ -180,8 +180,8 @@ static int read_options(const uq_shape *shape, plan_in *in) {
 
 /* The target: canonical, with what the layer table needs to know. */
 static int read_target(const char *target, plan_in *in) {
-  return uq__target_parse(target ? target : "gfx950", in->target,
-                          sizeof in->target, &in->info);
+  return uq__target_parse(target != NULL ? target : UQ_DEFAULT_TARGET,
+                          in->target, sizeof in->target, &in->info);
 }
 
 /* Refusals of the fast path: not an error, the caller reads the reason. */
@@ -437,7 +437,7 @@ int uq_store_key(int head_dim, int num_kv_heads, int padded_slot,
                       (int)dtype);
   uq_key k;
   memset(&k, 0, sizeof k);
-  rc = uq__target_parse(target ? target : "gfx950", k.target,
+  rc = uq__target_parse(target != NULL ? target : UQ_DEFAULT_TARGET, k.target,
                         sizeof k.target, NULL);
   if (rc != 0)
     return rc;

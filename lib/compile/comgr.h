@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "lib/base/buf.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 /* Fills the AMD fields of *info (isa, vgprs, sgprs, agprs, registers =
  * vgprs + agprs, lds_bytes, scratch_bytes) for the first kernel of the AMD

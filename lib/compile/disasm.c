@@ -460,7 +460,24 @@ static const char *const nv_tools[] = {
     "cuobjdump", "/usr/local/cuda/bin/cuobjdump", "nvdisasm",
     "/usr/local/cuda/bin/nvdisasm", NULL};
 
+const char *const *uq__disasm_candidates(int amd) {
+  return amd ? amd_tools : nv_tools;
+}
+
+/* "a, b, c" of a candidate list, for messages. */
+static void join_names(const char *const *names, char *out, size_t n) {
+  size_t at = 0;
+  out[0] = '\0';
+  for (size_t i = 0; names[i] != NULL && at < n; i++) {
+    int w = snprintf(out + at, n - at, "%s%s", i > 0 ? ", " : "", names[i]);
+    if (w < 0)
+      break;
+    at += (size_t)w;
+  }
+}
+
 static int find_disassembler(int amd, char *path, size_t n) {
+  char tried[512];
   if (amd) {
     const char *forced = uq__env_get(UQ__ENV_OBJDUMP);
     if (forced != NULL) {
@@ -470,21 +487,21 @@ static int find_disassembler(int amd, char *path, size_t n) {
                         "executable file", uq__env_name(UQ__ENV_OBJDUMP),
                         forced);
     }
-    for (size_t i = 0; amd_tools[i] != NULL; i++)
-      if (uq__os_find_program(amd_tools[i], path, n) == 0)
-        return 0;
-    return uq__errorf(UQ_ENOENT,
-                      "no AMD disassembler: looked for llvm-objdump-22, "
-                      "llvm-objdump (PATH) and /opt/rocm/llvm/bin/llvm-objdump; "
-                      "set %s to one",
-                      uq__env_name(UQ__ENV_OBJDUMP));
   }
-  for (size_t i = 0; nv_tools[i] != NULL; i++)
-    if (uq__os_find_program(nv_tools[i], path, n) == 0)
+  const char *const *tools = uq__disasm_candidates(amd);
+  for (size_t i = 0; tools[i] != NULL; i++)
+    if (uq__os_find_program(tools[i], path, n) == 0)
       return 0;
+  join_names(tools, tried, sizeof tried);
+  if (amd)
+    return uq__errorf(UQ_ENOENT,
+                      "no AMD disassembler: looked for %s (bare names on "
+                      "PATH); set %s to one",
+                      tried, uq__env_name(UQ__ENV_OBJDUMP));
   return uq__errorf(UQ_ENOENT,
-                    "no NVIDIA disassembler: looked for cuobjdump and "
-                    "nvdisasm on PATH and in /usr/local/cuda/bin");
+                    "no NVIDIA disassembler: looked for %s (bare names on "
+                    "PATH)",
+                    tried);
 }
 
 /* The disassembler's command line for `file` (argv has room for 6). On

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 /* Fills *info for the first kernel of `obj` (a code object: AMD ELF or
  * cubin). `target` (may be NULL) is only a hint; the object's own ELF
@@ -23,5 +23,11 @@
  * machine, or is truncated. */
 int uq__code_info_from_object(const char *target, const void *obj, size_t len,
                               uq_code_info *info);
+
+/* The disassemblers uq_code_disassemble tries, in order, for an AMD code
+ * object (amd non-zero; UQJIT_OBJDUMP, when set, replaces the list) or an
+ * NVIDIA one: a NULL-terminated list of names looked up on PATH and
+ * absolute paths. The only list: uqjit info reports the same one. */
+const char *const *uq__disasm_candidates(int amd);
 
 #endif

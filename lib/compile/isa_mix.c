@@ -10,7 +10,7 @@
 
 #include "lib/base/alloc.h"
 #include "lib/base/error.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 static const char *const class_names[UQ_ISA_CLASSES] = {
     "vmem", "lds", "mfma", "valu", "salu", "smem", "wait", "branch", "other"};

@@ -8,6 +8,7 @@
 #include "lib/base/error.h"
 #include "lib/gpu/platform.h"
 #include "lib/runtime/context.h"
+#include "uqjit_tools.h"
 
 static pthread_once_t pick_once = PTHREAD_ONCE_INIT;
 static const uq__platform *picked;

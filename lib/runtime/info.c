@@ -9,7 +9,9 @@
 #include "lib/base/libs.h"
 #include "lib/base/os.h"
 #include "lib/compile/compiler.h"
+#include "lib/compile/disasm.h"
 #include "lib/gpu/platform.h"
+#include "uqjit_tools.h"
 
 static const char *route_label(uq__route r) {
   switch (r) {
@@ -112,9 +114,8 @@ static void report_libraries(uq__buf *b) {
   uq__free(p);
 }
 
+/* The disassemblers uq_code_disassemble would try: AMD's, then NVIDIA's. */
 static void report_tools(uq__buf *b) {
-  static const char *const tools[] = {"llvm-objdump-22", "llvm-objdump",
-                                      "cuobjdump", "nvdisasm", NULL};
   char path[4096];
   uq__buf_puts(b, "disassemblers:\n");
   const char *forced = uq__env_get(UQ__ENV_OBJDUMP);
@@ -123,11 +124,14 @@ static void report_tools(uq__buf *b) {
                    uq__os_find_program(forced, path, sizeof path) == 0
                        ? path
                        : "not an executable");
-  for (size_t i = 0; tools[i] != NULL; i++)
-    uq__buf_printf(b, "  %-16s %s\n", tools[i],
-                   uq__os_find_program(tools[i], path, sizeof path) == 0
-                       ? path
-                       : "not found");
+  for (int amd = 1; amd >= 0; amd--) {
+    const char *const *tools = uq__disasm_candidates(amd);
+    for (size_t i = 0; tools[i] != NULL; i++)
+      uq__buf_printf(b, "  %-16s %s\n", tools[i],
+                     uq__os_find_program(tools[i], path, sizeof path) == 0
+                         ? path
+                         : "not found");
+  }
 }
 
 static void report_cache(uq__buf *b) {

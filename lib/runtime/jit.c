@@ -22,6 +22,7 @@
 #include "lib/compile/compiler.h"
 #include "lib/compile/disasm.h"
 #include "lib/runtime/miss.h"
+#include "uqjit_tools.h"
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -499,28 +500,6 @@ int uq_compile_keys(uq_context *ctx, const uq_key *keys, size_t n, int jobs,
 
 /* ---- uq_cache_find --------------------------------------------------- */
 
-static int join_layer(void *user, const uq_cache_layer *l) {
-  uq__buf *b = user;
-  if (l->exists)
-    uq__buf_printf(b, "%s%s", b->len > 0 ? ":" : "", l->path);
-  return 0;
-}
-
-/* Every existing layer a context with cache directory `dir` searches
- * (uq_cache_layers), colon separated, in order (caller frees). */
-static int find_layers(const char *dir, char **out) {
-  uq__buf b;
-  uq__buf_init(&b);
-  *out = NULL;
-  int rc = uq_cache_layers(dir, join_layer, &b);
-  if (rc == 0)
-    uq__buf_puts(&b, "");
-  if (rc == 0 && (b.status != 0 || (*out = uq__buf_take(&b, NULL)) == NULL))
-    rc = uq__errorf(UQ_ENOMEM, "uq_cache_find: out of memory");
-  uq__buf_free(&b);
-  return rc;
-}
-
 /* Reports a found entry through `visit` as uq_cache_list would. */
 static int report_found(const uq__cache_found *f, uq_cache_visit_fn visit,
                         void *user) {
@@ -560,12 +539,9 @@ int uq_cache_find(const char *dir, const uq_key *key, uq_cache_visit_fn visit,
   rc = uq__jit_kernel_digest(&ck, symbol, sizeof symbol, &digest);
   if (rc != 0)
     return rc;
-  char *layers = NULL;
   uq__cache *c = NULL;
   uq__cache_found *found = NULL;
-  rc = find_layers(dir, &layers);
-  if (rc == 0)
-    rc = uq__cache_open_layers(layers, &c);
+  rc = uq__cache_open_search_layers(dir, &c);
   if (rc == 0 && (found = uq__malloc(sizeof *found)) == NULL)
     rc = uq__errorf(UQ_ENOMEM, "uq_cache_find: out of memory");
   if (rc == 0)
@@ -585,6 +561,5 @@ int uq_cache_find(const char *dir, const uq_key *key, uq_cache_visit_fn visit,
   }
   uq__free(found);
   uq__cache_close(c);
-  uq__free(layers);
   return rc;
 }

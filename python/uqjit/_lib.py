@@ -1,5 +1,6 @@
 """Loading libuqjit and the ctypes mirror of the structs and functions of
-include/uqjit.h that this package uses.
+include/uqjit.h (and, for the device count and the info report,
+include/uqjit_tools.h) that this package uses.
 
 The library is looked for, in order:
   0. the path in UQJIT_LIBRARY, when set (an explicit choice, e.g. a build

@@ -1,9 +1,11 @@
 /* A client of the installed library: compiled against the installed
  * uqjit.h and linked with the flags pkg-config gives (tests/client/run.sh
- * does both), it may use only what the public header declares. Plans a
+ * does both), it may use only what the public headers declare. Plans a
  * shape, names its kernels, and decodes a tiny problem with the CPU
  * reference: every token of a sequence has the same V row, so whatever the
- * attention weights, the output must be that row as the cache holds it. */
+ * attention weights, the output must be that row as the cache holds it.
+ * The tools' header, uqjit_tools.h, is installed beside uqjit.h and found
+ * with the same flags. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include <uqjit.h>
+#include <uqjit_tools.h>
 
 #define D 256
 #define HK 1
@@ -176,11 +179,24 @@ static void check_reference_decode(void) {
         "uq_reference_decode(NULL args) is not UQ_EINVAL");
 }
 
+/* The tools' header declares what the library exports. */
+static void check_tools(void) {
+  const char *mfma = uq_isa_class_name(UQ_ISA_MFMA);
+  check(mfma != NULL && strcmp(mfma, "mfma") == 0, "uq_isa_class_name: %s",
+        mfma != NULL ? mfma : "NULL");
+  check(uq_isa_class_name(UQ_ISA_CLASSES) == NULL,
+        "uq_isa_class_name(UQ_ISA_CLASSES) is not NULL");
+  uq_isa_mix mix;
+  check(uq_code_isa_mix(NULL, &mix) == UQ_EINVAL,
+        "uq_code_isa_mix(NULL text) is not UQ_EINVAL");
+}
+
 int main(void) {
   printf("client: uqjit %s\n", uq_version_string());
   check_errors();
   check_plan();
   check_reference_decode();
+  check_tools();
   if (failures > 0) {
     fprintf(stderr, "client: %d check(s) failed\n", failures);
     return 1;

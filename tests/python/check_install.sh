@@ -1,12 +1,14 @@
 #!/bin/sh
 # The install test: stages a `meson install` (DESTDIR) and checks that it
-# holds the header, the pkg-config file, the shared library, the uqjit
+# holds the headers, the pkg-config file, the shared library, the uqjit
 # command, its manual page (naming every command `uqjit help` lists) and
 # the Python package, and that the staged package imports and loads the
 # staged library with UQJIT_LIBRARY unset; that the staged command runs
 # with no LD_LIBRARY_PATH (its RPATH is relative to itself, so any
 # --prefix works), that python -m uqjit runs it, and that it searches the
-# system layer <prefix>/share/uqjit/cache of the install it belongs to.
+# system layer <prefix>/share/uqjit/cache of the install it belongs to;
+# that the command links nothing from tests/ (no test library in its ldd,
+# no tk_ symbol of the testkit in its nm).
 # Usage: check_install.sh BUILD_DIR. From the environment: MESON, UQ_PREFIX,
 # UQ_LIBDIR, UQ_EXPECT_VERSION, PYTHON (python3), UQ_PY_PRELOAD (the
 # sanitizer runtimes a sanitized library needs inside python).
@@ -39,6 +41,7 @@ need() {
   fi
 }
 need "$root$prefix/include/uqjit.h"
+need "$root$prefix/include/uqjit_tools.h"
 need "$root$libdir/pkgconfig/uqjit.pc"
 need "$root$libdir/libuqjit.so"
 need "$root$prefix/bin/uqjit"
@@ -78,6 +81,29 @@ if command -v ldd >/dev/null 2>&1; then
   *) echo "FAIL: the staged command loads '$lib', not the staged library" >&2
      fail=1 ;;
   esac
+fi
+# The product links no test code: the testkit (tests/support, tk_) stays
+# out of the command, which takes its synthetic problems from synth/.
+if command -v ldd >/dev/null 2>&1; then
+  testlibs=$(env -u LD_LIBRARY_PATH ldd "$bin" | awk '$1 ~ /test|cmocka/ { print $1 }')
+  if [ -n "$testlibs" ]; then
+    echo "FAIL: the staged command links test libraries: $testlibs" >&2
+    fail=1
+  fi
+fi
+if command -v nm >/dev/null 2>&1; then
+  tk=$(nm "$bin" 2>/dev/null | awk '$NF ~ /^tk_/ { print $NF }')
+  if [ -n "$tk" ]; then
+    echo "FAIL: the staged command holds testkit symbols:" $tk >&2
+    fail=1
+  elif ! nm "$bin" 2>/dev/null | grep -q ' synth_problem_make$'; then
+    echo "FAIL: nm cannot see the command's own symbols (stripped?)" >&2
+    fail=1
+  else
+    echo "ok: no testkit symbol in the staged command"
+  fi
+else
+  echo "note: no nm; the testkit symbol check is skipped"
 fi
 syslayer=$root$prefix/share/uqjit/cache
 mkdir -p "$syslayer"

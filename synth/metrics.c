@@ -1,4 +1,5 @@
-#include "tests/support/testkit.h"
+/* Error measures of an output against a reference. */
+#include "synth/synth.h"
 
 #include <math.h>
 
@@ -8,7 +9,7 @@ static double ratio(double num, double den) {
   return sqrt(num / den);
 }
 
-double tk_rel_l2(const double *x, const double *ref, size_t n) {
+double synth_rel_l2(const double *x, const double *ref, size_t n) {
   double num = 0.0, den = 0.0;
   for (size_t i = 0; i < n; i++) {
     double d = x[i] - ref[i];
@@ -18,7 +19,7 @@ double tk_rel_l2(const double *x, const double *ref, size_t n) {
   return ratio(num, den);
 }
 
-double tk_rel_l2_f32(const float *x, const double *ref, size_t n) {
+double synth_rel_l2_f32(const float *x, const double *ref, size_t n) {
   double num = 0.0, den = 0.0;
   for (size_t i = 0; i < n; i++) {
     double d = (double)x[i] - ref[i];
@@ -28,8 +29,8 @@ double tk_rel_l2_f32(const float *x, const double *ref, size_t n) {
   return ratio(num, den);
 }
 
-double tk_rel_l2_half(uq_dtype dtype, const uint16_t *out, const double *ref,
-                      size_t n, double *max_abs, size_t *nonfinite) {
+double synth_rel_l2_half(uq_dtype dtype, const uint16_t *out, const double *ref,
+                         size_t n, double *max_abs, size_t *nonfinite) {
   double num = 0.0, den = 0.0;
   for (size_t i = 0; i < n; i++) {
     double x = dtype == UQ_DTYPE_FP16 ? uq_fp16_to_float(out[i])
@@ -47,7 +48,7 @@ double tk_rel_l2_half(uq_dtype dtype, const uint16_t *out, const double *ref,
   return ratio(num, den);
 }
 
-double tk_max_abs_diff(const double *x, const double *ref, size_t n) {
+double synth_max_abs_diff(const double *x, const double *ref, size_t n) {
   double m = 0.0;
   for (size_t i = 0; i < n; i++) {
     double d = fabs(x[i] - ref[i]);

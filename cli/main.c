@@ -1,6 +1,6 @@
 /* uqjit: the command-line front end. This file only dispatches; each
- * command lives in cli/cmd_<name>.c and reaches the library through
- * uqjit.h alone. */
+ * command lives in cli/cmd_<name>.c and reaches the library through the
+ * public headers (uqjit.h, uqjit_tools.h) alone. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

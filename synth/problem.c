@@ -1,16 +1,18 @@
-#include "tests/support/testkit.h"
+/* The synthetic decode problem: rows for every token, a shuffled block
+ * table, the query, and the CPU store into a cache. */
+#include "synth/synth.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-void tk_problem_opts_init(tk_problem_opts *o, uint64_t seed) {
+void synth_problem_opts_init(synth_problem_opts *o, uint64_t seed) {
   memset(o, 0, sizeof *o);
   o->seed = seed;
 }
 
-size_t tk_query_elems(const uq_shape *s) {
+size_t synth_query_elems(const uq_shape *s) {
   int64_t head = s->q_stride_head ? s->q_stride_head : s->head_dim;
   int64_t seq = s->q_stride_seq ? s->q_stride_seq
                                 : (int64_t)s->num_q_heads * s->head_dim;
@@ -31,7 +33,7 @@ static uint16_t to_half(uq_dtype dtype, double x) {
                                 : uq_float_to_bf16((float)x);
 }
 
-void tk_problem_free(tk_problem *p) {
+void synth_problem_free(synth_problem *p) {
   free(p->seq_lens);
   free(p->block_table);
   free(p->slot_mapping);
@@ -44,7 +46,7 @@ void tk_problem_free(tk_problem *p) {
 
 /* Resolves the shape and counts blocks and tokens; UQ_EINVAL for a length
  * outside 1..W. */
-static int size_problem(tk_problem *p, const int32_t *seq_lens) {
+static int size_problem(synth_problem *p, const int32_t *seq_lens) {
   uq_shape *s = &p->shape;
   if (s->q_dtype == 0)
     s->q_dtype = UQ_DTYPE_BF16;
@@ -69,13 +71,13 @@ static int size_problem(tk_problem *p, const int32_t *seq_lens) {
   p->cache_bytes = (size_t)bytes;
   /* Sizes that do not fit are refused here, before any arithmetic on
    * them can overflow (the library refuses such shapes too). */
-  p->query_elems = tk_query_elems(s);
+  p->query_elems = synth_query_elems(s);
   if (p->query_elems == 0)
     return UQ_EOVERFLOW;
   return 0;
 }
 
-static int alloc_problem(tk_problem *p) {
+static int alloc_problem(synth_problem *p) {
   const uq_shape *s = &p->shape;
   size_t rows = (size_t)(p->num_tokens * s->num_kv_heads * s->head_dim);
   p->seq_lens = malloc((size_t)s->batch * sizeof *p->seq_lens);
@@ -92,13 +94,14 @@ static int alloc_problem(tk_problem *p) {
 }
 
 /* An entry past a sequence's blocks that no kernel may read. */
-static int32_t invalid_entry(const tk_problem *p, int64_t i) {
+static int32_t invalid_entry(const synth_problem *p, int64_t i) {
   return i % 3 == 0 ? 0x7fffffff : i % 3 == 1 ? -7
                                               : (int32_t)p->num_blocks + 1000;
 }
 
 /* Shuffled physical blocks, so the block table is really exercised. */
-static int fill_tables(tk_problem *p, const int32_t *seq_lens, tk_rng *rng) {
+static int fill_tables(synth_problem *p, const int32_t *seq_lens,
+                       synth_rng *rng) {
   const uq_shape *s = &p->shape;
   int64_t bs = s->block_size, mb = s->max_blocks_per_seq;
   int32_t *perm = malloc((size_t)p->num_blocks * sizeof *perm);
@@ -106,7 +109,7 @@ static int fill_tables(tk_problem *p, const int32_t *seq_lens, tk_rng *rng) {
     return UQ_ENOMEM;
   for (int64_t i = 0; i < p->num_blocks; i++)
     perm[i] = (int32_t)i;
-  tk_rng_shuffle_i32(rng, perm, (size_t)p->num_blocks);
+  synth_rng_shuffle_i32(rng, perm, (size_t)p->num_blocks);
   int64_t next_block = 0, tok = 0;
   for (int64_t i = 0; i < s->batch; i++) {
     p->seq_lens[i] = seq_lens[i];
@@ -125,7 +128,7 @@ static int fill_tables(tk_problem *p, const int32_t *seq_lens, tk_rng *rng) {
 
 /* Token t's K row times 1 + k_ramp t / seq_len, rounded back to the
  * dtype. */
-static void ramp_keys(tk_problem *p) {
+static void ramp_keys(synth_problem *p) {
   const uq_shape *s = &p->shape;
   size_t width = (size_t)s->num_kv_heads * (size_t)s->head_dim;
   uint16_t *row = p->k;
@@ -135,14 +138,14 @@ static void ramp_keys(tk_problem *p) {
       double f = 1.0 + p->opts.k_ramp * (double)t / (double)len;
       for (size_t j = 0; j < width; j++)
         row[j] = s->q_dtype == UQ_DTYPE_FP16
-                     ? tk_f64_to_fp16(f * tk_fp16_to_f32(row[j]))
-                     : tk_f64_to_bf16(f * tk_bf16_to_f32(row[j]));
+                     ? synth_f64_to_fp16(f * synth_fp16_to_f32(row[j]))
+                     : synth_f64_to_bf16(f * synth_bf16_to_f32(row[j]));
     }
   }
 }
 
 /* Token t's V rows times 2^e (opts.v_spread), rounded back to bf16. */
-static void spread_values(tk_problem *p, tk_rng *rng) {
+static void spread_values(synth_problem *p, synth_rng *rng) {
   const uq_shape *s = &p->shape;
   size_t d = (size_t)s->head_dim;
   uint16_t *row = p->v;
@@ -150,40 +153,41 @@ static void spread_values(tk_problem *p, tk_rng *rng) {
     int32_t len = p->seq_lens[b];
     for (int32_t t = 0; t < len; t++)
       for (int h = 0; h < s->num_kv_heads; h++, row += d) {
-        int e = (int)(tk_rng_uniform(rng) * p->opts.v_spread * (t + 1) / len);
-        if (tk_rng_below(rng, 8) == 0)
+        int e =
+            (int)(synth_rng_uniform(rng) * p->opts.v_spread * (t + 1) / len);
+        if (synth_rng_below(rng, 8) == 0)
           e -= p->opts.v_spread / 2;
         for (size_t j = 0; j < d; j++)
-          row[j] = tk_f64_to_bf16(ldexp(tk_bf16_to_f32(row[j]), e));
+          row[j] = synth_f64_to_bf16(ldexp(synth_bf16_to_f32(row[j]), e));
       }
   }
 }
 
-int tk_problem_make(tk_problem *p, const uq_shape *shape,
-                    const int32_t *seq_lens, const tk_problem_opts *o) {
+int synth_problem_make(synth_problem *p, const uq_shape *shape,
+                       const int32_t *seq_lens, const synth_problem_opts *o) {
   memset(p, 0, sizeof *p);
   p->shape = *shape;
   if (o != NULL)
     p->opts = *o;
   else
-    tk_problem_opts_init(&p->opts, 1);
+    synth_problem_opts_init(&p->opts, 1);
   int rc = size_problem(p, seq_lens);
   if (rc == 0)
     rc = alloc_problem(p);
-  tk_rng rng;
-  tk_rng_seed(&rng, p->opts.seed);
+  synth_rng rng;
+  synth_rng_seed(&rng, p->opts.seed);
   if (rc == 0)
     rc = fill_tables(p, seq_lens, &rng);
   if (rc != 0) {
-    tk_problem_free(p);
+    synth_problem_free(p);
     return rc;
   }
   uq_dtype dt = p->shape.q_dtype;
   size_t rows = (size_t)(p->num_tokens * p->shape.num_kv_heads *
                          p->shape.head_dim);
   for (size_t i = 0; i < rows; i++) {
-    p->k[i] = to_half(dt, tk_rng_normal(&rng));
-    p->v[i] = to_half(dt, tk_rng_normal(&rng));
+    p->k[i] = to_half(dt, synth_rng_normal(&rng));
+    p->v[i] = to_half(dt, synth_rng_normal(&rng));
   }
   if (p->opts.k_ramp != 0.0)
     ramp_keys(p);
@@ -192,13 +196,13 @@ int tk_problem_make(tk_problem *p, const uq_shape *shape,
   /* The whole query buffer is random: the k/v parts of a fused projection
    * and the gaps of a strided one must simply be ignored. */
   for (size_t i = 0; i < p->query_elems; i++)
-    p->query[i] = to_half(dt, tk_rng_normal(&rng));
+    p->query[i] = to_half(dt, synth_rng_normal(&rng));
   return 0;
 }
 
-uq_store_args tk_problem_store_args(const tk_problem *p, const void *k,
-                                    const void *v, const int64_t *map,
-                                    void *cache) {
+uq_store_args synth_problem_store_args(const synth_problem *p, const void *k,
+                                       const void *v, const int64_t *map,
+                                       void *cache) {
   uq_store_args a;
   memset(&a, 0, sizeof a);
   a.k = k ? k : p->k;
@@ -215,7 +219,7 @@ uq_store_args tk_problem_store_args(const tk_problem *p, const void *k,
   return a;
 }
 
-int tk_problem_store(tk_problem *p) {
+int synth_problem_store(synth_problem *p) {
   free(p->cache);
   p->cache = calloc(p->cache_bytes ? p->cache_bytes : 1, 1);
   if (p->cache == NULL)
@@ -223,16 +227,16 @@ int tk_problem_store(tk_problem *p) {
   if (p->opts.garbage) {
     /* Stale bytes everywhere, scale bytes of 255 included, from a stream
      * of their own so that the rows stay those of the seed. */
-    tk_rng junk;
-    tk_rng_seed(&junk, p->opts.seed ^ 0x9e3779b97f4a7c15ull);
+    synth_rng junk;
+    synth_rng_seed(&junk, p->opts.seed ^ 0x9e3779b97f4a7c15ull);
     for (size_t i = 0; i < p->cache_bytes; i++)
-      p->cache[i] = (uint8_t)tk_rng_u32(&junk);
+      p->cache[i] = (uint8_t)synth_rng_u32(&junk);
   }
-  uq_store_args a = tk_problem_store_args(p, NULL, NULL, NULL, p->cache);
+  uq_store_args a = synth_problem_store_args(p, NULL, NULL, NULL, p->cache);
   return uq_reference_store(&a);
 }
 
-uq_decode_args tk_problem_decode_args(const tk_problem *p, void *out) {
+uq_decode_args synth_problem_decode_args(const synth_problem *p, void *out) {
   uq_decode_args a;
   memset(&a, 0, sizeof a);
   a.query = p->query;
