@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "lib/cache/cache.h"
-#include "tests/cache_util.h"
+#include "tests/support/internal/cache_util.h"
 #include "lib/base/alloc.h"
 #include "uqjit.h"
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Test of scripts/check-includes.py: it passes the repository as it is and
 fails each kind of planted include (one pointing up, one sideways, one
-relative, one that names no file), naming the file and line.
+relative, one that names no file; the testkit, the command, a test folder
+and a client program reaching past what they may see), naming the file and
+line.
 
 Usage: check_includes.py CHECKER SOURCE_ROOT
 """
@@ -37,6 +39,12 @@ def planted_tree(root, extra):
           '#include "lib/runtime/table.h"\n#include "lib/cache/cache.c"\n'
           '#include "lib/base/uq_config.h"\n#include <stdio.h>\n')
     write(root, "cli/cli.c", '#include "uqjit.h"\n')
+    write(root, "tests/support/testkit.h", '#include "uqjit.h"\n')
+    write(root, "tests/support/internal/cache_util.h",
+          '#include "lib/cache/cache.c"\n#include "tests/support/testkit.h"\n')
+    write(root, "tests/runtime/gpu_common.h", '#include "tests/support/testkit.h"\n')
+    write(root, "tests/cache/unit_cache.c",
+          '#include "lib/cache/cache.c"\n#include "tests/support/internal/cache_util.h"\n')
     write(root, *extra)
 
 
@@ -50,6 +58,18 @@ CASES = [
      "lib/cache may not include lib/codegen"),
     ("cli reaches the library", ("cli/cmd.c", '#include "lib/base/error.h"\n'), 1,
      "cli may not include lib/base"),
+    ("testkit reaches a private header",
+     ("tests/support/rng.c", '#include "tests/support/internal/cache_util.h"\n'), 1,
+     "tests/support may not include tests/support/internal"),
+    ("command reaches the internal test helpers",
+     ("cli/cmd_bench.c", '#include "tests/support/internal/cache_util.h"\n'), 1,
+     "cli may not include tests/support/internal"),
+    ("test reaches another test folder",
+     ("tests/cache/unit_lock.c", '#include "tests/runtime/gpu_common.h"\n'), 1,
+     "tests/cache may not include tests/runtime"),
+    ("client reaches the library",
+     ("tests/client/client.c", '#include "lib/base/error.h"\n'), 1,
+     "tests/client may not include lib/base"),
     ("relative", ("lib/cache/rel.c", '#include "../base/error.h"\n'), 1,
      "not a path from the repository root"),
     ("bare name", ("lib/base/env.c", '#include "error.h"\n'), 1,
