@@ -15,20 +15,6 @@
 #include "tests/support/testkit.h"
 #include "uqjit.h"
 
-/* One decode problem: shape, buffers and the naive answer. */
-typedef struct problem {
-  uq_shape shape;
-  int32_t padded; /* resolved */
-  int64_t num_blocks;
-  int32_t *seq_lens;
-  int32_t *block_table;
-  uint8_t *cache;
-  size_t cache_bytes;
-  uint16_t *query;
-  size_t query_elems;
-  double *naive; /* [B, Hq, D] */
-} problem;
-
 typedef struct config {
   int32_t batch, hq, hk, d, block_size, padded_slot;
   uq_dtype dtype;
@@ -36,6 +22,12 @@ typedef struct config {
   float scale;
   int32_t seq_lens[4];
 } config;
+
+/* One decode problem: the testkit's, and the naive answer. */
+typedef struct problem {
+  tk_problem tk;
+  double *naive; /* [B, Hq, D] */
+} problem;
 
 static float q_to_f32(uq_dtype dtype, uint16_t h) {
   return dtype == UQ_DTYPE_FP16 ? tk_fp16_to_f32(h) : tk_bf16_to_f32(h);
@@ -45,7 +37,8 @@ static float q_to_f32(uq_dtype dtype, uint16_t h) {
  * (its exactness is checked in unit_format), the query rotated and haircut
  * with the fp32 contract functions, the rest written out plainly. */
 static void naive_decode(problem *p) {
-  const uq_shape *s = &p->shape;
+  const tk_problem *t = &p->tk;
+  const uq_shape *s = &t->shape;
   const int d = s->head_dim, qg = s->num_q_heads / s->num_kv_heads;
   const int64_t ss = s->q_stride_seq ? s->q_stride_seq
                                      : (int64_t)s->num_q_heads * d;
@@ -60,25 +53,25 @@ static void naive_decode(problem *p) {
   assert_non_null(vf);
   assert_non_null(q);
   for (int b = 0; b < s->batch; b++) {
-    int len = p->seq_lens[b];
+    int len = t->seq_lens[b];
     double *sc = malloc((size_t)len * sizeof *sc);
     assert_non_null(sc);
     for (int h = 0; h < s->num_q_heads; h++) {
       int kh = h / qg;
       for (int i = 0; i < d; i++)
-        qf[i] = q_to_f32(s->q_dtype, p->query[b * ss + h * sh + i]);
+        qf[i] = q_to_f32(s->q_dtype, t->query[b * ss + h * sh + i]);
       assert_int_equal(uq_fwht(qf, d), 0);
       for (int i = 0; i < d; i++)
         q[i] = uq_haircut_e4m3(qf[i]);
       double *o = p->naive + ((size_t)b * s->num_q_heads + h) * d;
       memset(o, 0, (size_t)d * sizeof *o);
       for (int n = 0; n < len; n++) {
-        int64_t blk = p->block_table[b * s->max_blocks_per_seq +
+        int64_t blk = t->block_table[b * s->max_blocks_per_seq +
                                      n / s->block_size];
         int64_t row = n % s->block_size;
         const uint8_t *slot =
-            p->cache + ((blk * s->block_size + row) * s->num_kv_heads + kh) *
-                           p->padded;
+            t->cache + ((blk * s->block_size + row) * s->num_kv_heads + kh) *
+                           s->padded_slot;
         assert_int_equal(uq_decode_slot(d, slot, kf, NULL), 0);
         double dot = 0;
         for (int i = 0; i < d; i++)
@@ -91,12 +84,12 @@ static void naive_decode(problem *p) {
       for (int n = 0; n < len; n++)
         sum += (sc[n] = exp(sc[n] - m));
       for (int n = 0; n < len; n++) {
-        int64_t blk = p->block_table[b * s->max_blocks_per_seq +
+        int64_t blk = t->block_table[b * s->max_blocks_per_seq +
                                      n / s->block_size];
         int64_t row = n % s->block_size;
         const uint8_t *slot =
-            p->cache + ((blk * s->block_size + row) * s->num_kv_heads + kh) *
-                           p->padded;
+            t->cache + ((blk * s->block_size + row) * s->num_kv_heads + kh) *
+                           s->padded_slot;
         assert_int_equal(uq_decode_slot(d, slot, NULL, vf), 0);
         for (int i = 0; i < d; i++)
           o[i] += sc[n] / sum * vf[i];
@@ -111,108 +104,46 @@ static void naive_decode(problem *p) {
 }
 
 static void problem_make(problem *p, const config *c, uint64_t seed) {
-  tk_rng rng;
-  tk_rng_seed(&rng, seed);
-  memset(p, 0, sizeof *p);
-  uq_shape *s = &p->shape;
-  memset(s, 0, sizeof *s);
-  s->batch = c->batch;
-  s->num_q_heads = c->hq;
-  s->num_kv_heads = c->hk;
-  s->head_dim = c->d;
-  s->block_size = c->block_size;
-  s->padded_slot = c->padded_slot;
-  s->scale = c->scale;
-  s->q_dtype = c->dtype;
-  s->q_stride_seq = c->stride_seq;
-  s->q_stride_head = c->stride_head;
-  size_t slot_size = (size_t)c->d + 2 * (size_t)(c->d / 32);
-  p->padded = c->padded_slot ? c->padded_slot
-                             : (int32_t)((slot_size + 3) / 4 * 4);
+  uq_shape s;
+  memset(&s, 0, sizeof s);
+  s.batch = c->batch;
+  s.num_q_heads = c->hq;
+  s.num_kv_heads = c->hk;
+  s.head_dim = c->d;
+  s.block_size = c->block_size;
+  s.padded_slot = c->padded_slot;
+  s.scale = c->scale;
+  s.q_dtype = c->dtype;
+  s.q_stride_seq = c->stride_seq;
+  s.q_stride_head = c->stride_head;
   int32_t max_len = 0;
-  p->seq_lens = malloc((size_t)c->batch * sizeof *p->seq_lens);
-  assert_non_null(p->seq_lens);
-  for (int b = 0; b < c->batch; b++) {
-    p->seq_lens[b] = c->seq_lens[b];
-    if (c->seq_lens[b] > max_len)
-      max_len = c->seq_lens[b];
-  }
-  /* One spare block per row, so the table is wider than any sequence. */
-  s->max_blocks_per_seq = (max_len + c->block_size - 1) / c->block_size + 1;
-  p->num_blocks = (int64_t)c->batch * s->max_blocks_per_seq + 3;
-  /* Every block is used by at most one sequence, in shuffled order. */
-  int32_t *perm = malloc((size_t)p->num_blocks * sizeof *perm);
-  assert_non_null(perm);
-  for (int64_t i = 0; i < p->num_blocks; i++)
-    perm[i] = (int32_t)i;
-  tk_rng_shuffle_i32(&rng, perm, (size_t)p->num_blocks);
-  size_t tsize = (size_t)c->batch * s->max_blocks_per_seq;
-  p->block_table = malloc(tsize * sizeof *p->block_table);
-  assert_non_null(p->block_table);
-  for (size_t i = 0; i < tsize; i++)
-    p->block_table[i] = perm[i];
-  free(perm);
-  /* Every slot holds a valid encoding of random rows, so reading a wrong
-   * slot changes the answer; the padding holds junk. */
-  p->cache_bytes = (size_t)p->num_blocks * c->block_size * c->hk * p->padded;
-  p->cache = malloc(p->cache_bytes);
-  assert_non_null(p->cache);
-  for (size_t i = 0; i < p->cache_bytes; i++)
-    p->cache[i] = (uint8_t)tk_rng_u32(&rng);
-  uint16_t *k = malloc((size_t)c->d * sizeof *k);
-  uint16_t *v = malloc((size_t)c->d * sizeof *v);
-  assert_non_null(k);
-  assert_non_null(v);
-  size_t slots = (size_t)p->num_blocks * c->block_size * c->hk;
-  for (size_t i = 0; i < slots; i++) {
-    double sk = 0.5 + 2.0 * tk_rng_uniform(&rng);
-    tk_fill_normal_bf16(&rng, k, (size_t)c->d, sk);
-    tk_fill_normal_bf16(&rng, v, (size_t)c->d, 1.0);
-    assert_int_equal(uq_encode_slot(c->d, UQ_DTYPE_BF16, k, v,
-                                    p->cache + i * p->padded),
-                     0);
-  }
-  free(k);
-  free(v);
-  int64_t ss = c->stride_seq ? c->stride_seq : (int64_t)c->hq * c->d;
-  int64_t sh = c->stride_head ? c->stride_head : c->d;
-  p->query_elems = (size_t)((c->batch - 1) * ss + (c->hq - 1) * sh + c->d);
-  p->query = malloc(p->query_elems * sizeof *p->query);
-  assert_non_null(p->query);
-  /* Gaps between rows hold NaN, so reading one shows in the output. */
-  for (size_t i = 0; i < p->query_elems; i++)
-    p->query[i] = c->dtype == UQ_DTYPE_FP16 ? 0x7e00 : 0x7fc0;
   for (int b = 0; b < c->batch; b++)
-    for (int h = 0; h < c->hq; h++)
-      for (int i = 0; i < c->d; i++) {
-        double x = 2.0 * tk_rng_normal(&rng);
-        p->query[b * ss + h * sh + i] = c->dtype == UQ_DTYPE_FP16
-                                            ? tk_f64_to_fp16(x)
-                                            : tk_f64_to_bf16(x);
-      }
+    max_len = c->seq_lens[b] > max_len ? c->seq_lens[b] : max_len;
+  /* One spare entry per row, so the table is wider than any sequence. */
+  s.max_blocks_per_seq = (max_len + c->block_size - 1) / c->block_size + 1;
+  /* Shuffled blocks with spare ones among them, stale bytes in every slot
+   * no sequence uses, invalid table entries past every sequence and NaN in
+   * the gaps of a strided query: reading any of them changes the answer.
+   * Keys growing along the sequence give K scales far apart. */
+  tk_problem_opts o;
+  tk_problem_opts_init(&o, seed);
+  o.spare_blocks = 3;
+  o.garbage = 1;
+  o.nan_gaps = 1;
+  o.k_ramp = 2.0;
+  int rc = tk_problem_make(&p->tk, &s, c->seq_lens, &o);
+  if (rc == 0)
+    rc = tk_problem_store(&p->tk);
+  if (rc != 0)
+    fail_msg("problem: %s: %s", uq_err_name(rc), uq_last_error());
   p->naive = malloc((size_t)c->batch * c->hq * c->d * sizeof *p->naive);
   assert_non_null(p->naive);
   naive_decode(p);
 }
 
 static void problem_free(problem *p) {
-  free(p->seq_lens);
-  free(p->block_table);
-  free(p->cache);
-  free(p->query);
+  tk_problem_free(&p->tk);
   free(p->naive);
-}
-
-static uq_decode_args problem_args(const problem *p, void *out) {
-  uq_decode_args a;
-  memset(&a, 0, sizeof a);
-  a.query = p->query;
-  a.kv_cache = p->cache;
-  a.num_blocks = p->num_blocks;
-  a.block_table = p->block_table;
-  a.seq_lens = p->seq_lens;
-  a.out = out;
-  return a;
 }
 
 static double half_value(uq_dtype dtype, uint16_t h) {
@@ -227,11 +158,11 @@ static void check_problem(const config *c, uint64_t seed) {
   uint16_t *out = malloc(n * sizeof *out);
   assert_non_null(out64);
   assert_non_null(out);
-  uq_decode_args args = problem_args(&p, out);
-  int rc = uq_reference_decode_f64(&p.shape, &args, out64);
+  uq_decode_args args = tk_problem_decode_args(&p.tk, out);
+  int rc = uq_reference_decode_f64(&p.tk.shape, &args, out64);
   if (rc != 0)
     fail_msg("reference_decode_f64: %s: %s", uq_err_name(rc), uq_last_error());
-  assert_int_equal(uq_reference_decode(&p.shape, &args), 0);
+  assert_int_equal(uq_reference_decode(&p.tk.shape, &args), 0);
   /* f64 against the naive computation, row by row. */
   for (size_t r = 0; r < n / (size_t)c->d; r++) {
     const double *a = out64 + r * c->d, *w = p.naive + r * c->d;
@@ -325,7 +256,7 @@ static void reference_matches_naive_uneligible_shapes(void **state) {
 enum { NUM_REFUSALS = 33 };
 
 /* Breaks one thing of a valid call; returns the status expected. */
-static int break_one(int which, problem *p, uq_shape *s, uq_decode_args *a,
+static int break_one(int which, tk_problem *p, uq_shape *s, uq_decode_args *a,
                      const uq_shape **sp, const uq_decode_args **ap,
                      const char **what) {
   int32_t mb = s->max_blocks_per_seq;
@@ -384,22 +315,22 @@ static void reference_refuses_bad_input_and_writes_nothing(void **state) {
   problem p;
   problem_make(&p, &c, 99);
   int32_t seq_lens[2], table[64];
-  size_t table_bytes = 2 * (size_t)p.shape.max_blocks_per_seq * sizeof table[0];
+  size_t table_bytes = 2 * (size_t)p.tk.shape.max_blocks_per_seq * sizeof table[0];
   assert_true(table_bytes <= sizeof table);
-  memcpy(seq_lens, p.seq_lens, sizeof seq_lens);
-  memcpy(table, p.block_table, table_bytes);
+  memcpy(seq_lens, p.tk.seq_lens, sizeof seq_lens);
+  memcpy(table, p.tk.block_table, table_bytes);
   for (int which = 0; which < NUM_REFUSALS; which++) {
     for (int f64 = 0; f64 < 2; f64++) {
       if (which == 31 && f64)
         continue; /* the f64 variant does not use args->out */
-      memcpy(p.seq_lens, seq_lens, sizeof seq_lens);
-      memcpy(p.block_table, table, table_bytes);
-      uq_shape s = p.shape;
-      uq_decode_args a = problem_args(&p, out);
+      memcpy(p.tk.seq_lens, seq_lens, sizeof seq_lens);
+      memcpy(p.tk.block_table, table, table_bytes);
+      uq_shape s = p.tk.shape;
+      uq_decode_args a = tk_problem_decode_args(&p.tk, out);
       const uq_shape *sp = &s;
       const uq_decode_args *ap = &a;
       const char *what = "";
-      int want = break_one(which, &p, &s, &a, &sp, &ap, &what);
+      int want = break_one(which, &p.tk, &s, &a, &sp, &ap, &what);
       memset(out, 0xcd, n * sizeof *out);
       memset(out64, 0xcd, n * sizeof *out64);
       int rc = f64 ? uq_reference_decode_f64(sp, ap, out64)
@@ -418,15 +349,15 @@ static void reference_refuses_bad_input_and_writes_nothing(void **state) {
       }
     }
   }
-  memcpy(p.seq_lens, seq_lens, sizeof seq_lens);
-  memcpy(p.block_table, table, table_bytes);
+  memcpy(p.tk.seq_lens, seq_lens, sizeof seq_lens);
+  memcpy(p.tk.block_table, table, table_bytes);
   /* out64 NULL for the f64 variant. */
-  uq_decode_args a = problem_args(&p, NULL);
-  assert_int_equal(uq_reference_decode_f64(&p.shape, &a, NULL), UQ_EINVAL);
+  uq_decode_args a = tk_problem_decode_args(&p.tk, NULL);
+  assert_int_equal(uq_reference_decode_f64(&p.tk.shape, &a, NULL), UQ_EINVAL);
   /* Entries of the table past a sequence's last block are not read. */
-  p.block_table[0 * p.shape.max_blocks_per_seq + 2] = -7;
-  p.block_table[1 * p.shape.max_blocks_per_seq + 3] = 1 << 30;
-  assert_int_equal(uq_reference_decode_f64(&p.shape, &a, out64), 0);
+  p.tk.block_table[0 * p.tk.shape.max_blocks_per_seq + 2] = -7;
+  p.tk.block_table[1 * p.tk.shape.max_blocks_per_seq + 3] = 1 << 30;
+  assert_int_equal(uq_reference_decode_f64(&p.tk.shape, &a, out64), 0);
   assert_true(tk_rel_l2(out64, p.naive, n) <= 1e-12);
   problem_free(&p);
   free(out);
