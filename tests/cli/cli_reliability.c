@@ -32,7 +32,7 @@ extern char **environ;
 
 static const char *uqjit;
 
-/* W = 64 x 64 tokens, B = 4: a shape every target plans (cli_tools.c). */
+/* W = 64 x 64 tokens, B = 4: a shape every target plans (cli_tools.h). */
 #define SHAPE_SMALL                                                         \
   "--batch", "4", "--q-heads", "16", "--kv-heads", "2", "--head-dim",     \
       "256", "--block-size", "64", "--max-blocks-per-seq", "64"

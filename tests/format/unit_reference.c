@@ -35,8 +35,8 @@ static float q_to_f32(uq_dtype dtype, uint16_t h) {
 }
 
 /* The naive dense computation: every slot dequantized with uq_decode_slot
- * (its exactness is checked in unit_format), the query rotated and haircut
- * with the fp32 contract functions, the rest written out plainly. */
+ * (its exactness is checked in unit_format_slot.c), the query rotated and
+ * haircut with the fp32 contract functions, the rest written out plainly. */
 static void naive_decode(problem *p) {
   const tk_problem *t = &p->tk;
   const uq_shape *s = &t->shape;
