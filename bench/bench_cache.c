@@ -2,7 +2,7 @@
  * uq__cache_get calls for one ~50 KB entry (a typical code object), from a
  * warm page cache. Not a test; for docs/BENCHMARKS.md.
  *
- *   build/tests/bench_cache [bytes] [iterations]
+ *   build/bench/bench_cache [bytes] [iterations]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "lib/cache/cache.h"
-#include "tests/cache_util.h"
+#include "tests/support/internal/cache_util.h"
 #include "lib/base/alloc.h"
 #include "uqjit.h"
 

@@ -4,7 +4,7 @@
  * time of a specialization-table hit (the lookup on uq_decode's hot path).
  * Needs no GPU.
  *
- *   build/tests/bench_jit [target ...]      (default: sm_90 gfx950 gfx942 gfx90a)
+ *   build/bench/bench_jit [target ...]      (default: sm_90 gfx950 gfx942 gfx90a)
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,10 @@ files, the public "uqjit.h" and the folders listed for it, all of which sit
 below it. The second public header, "uqjit_tools.h" (code objects and
 disassembly, the info report, device utilities), is for the folders of
 TOOLS only: the library parts that implement it, the command, benchmarks
-and tests. Every other quoted include must name a path from the repository
+and tests. A header belongs to the most specific folder that holds it
+(tests/support/internal/x.h to tests/support/internal, not tests/support),
+and a folder listed as allowed admits its own headers, not those of a
+listed subfolder. Every other quoted include must name a path from the repository
 root ("lib/base/error.h"): one include style, and the folder of each header
 is visible at the include. Angle-bracket includes (system and library
 headers) are not checked.
@@ -23,6 +26,12 @@ import sys
 # (folder, folders it may include), from the bottom of the stack up.
 LIB = ["lib/base", "lib/format", "lib/codegen", "lib/cache", "lib/compile",
        "lib/gpu", "lib/runtime"]
+# The test folders beside the stages they test (tests/README.md), and what
+# every one of them may include besides its own files.
+TEST_FOLDERS = ["base", "format", "codegen", "cache", "compile", "runtime",
+                "templates", "cli"]
+TEST_SHARED = ["tests/support", "tests/support/internal", "tests/simt"]
+TEST_SEES = LIB + ["templates", "synth", "cli"] + TEST_SHARED
 LAYERS = [
     ("lib/base", []),
     ("lib/format", ["lib/base"]),
@@ -31,16 +40,24 @@ LAYERS = [
     ("lib/compile", ["lib/base", "lib/codegen"]),
     ("lib/gpu", ["lib/base"]),
     ("lib/runtime", LIB[:-1] + ["templates/common"]),
-    # The synthetic problems, the test-support library and the command see
-    # the library only through the public header; the command links nothing
-    # from tests/.
+    # The synthetic problems, the test-support library (testkit, and the
+    # helpers that run the command) and the command see the library only
+    # through the public headers; the command links nothing from tests/.
     ("synth", []),
     ("tests/support", ["synth"]),
     ("cli", ["synth"]),
-    # Benchmarks and tests may reach everything below them.
-    ("bench", LIB + ["templates", "synth", "tests", "cli"]),
-    ("tests", LIB + ["templates", "synth", "cli"]),
-]
+    # Helpers shared by internal tests that need private headers.
+    ("tests/support/internal", LIB + ["synth", "tests/support"]),
+    # The CPU model of CUDA blocks runs the library's launch ABI.
+    ("tests/simt", LIB),
+    # Programs built against the installed library: the public headers only.
+    ("tests/client", []),
+    ("tests/python", []),
+    # Benchmarks and internal tests may reach everything below them and the
+    # shared test helpers, but not the files of another test folder.
+    ("bench", LIB + ["templates", "synth", "cli"] + TEST_SHARED),
+    ("tests", TEST_SEES),
+] + [("tests/" + f, TEST_SEES) for f in TEST_FOLDERS]
 PUBLIC = {"uqjit.h"}
 # The tools' public header and the folders that may include it.
 TOOLS_HEADER = "uqjit_tools.h"
@@ -94,9 +111,11 @@ def check_file(root, rel):
                 problems.append("%s: no such file from the repository root "
                                 "(spell includes as lib/..., cli/..., tests/...)" % where)
                 continue
-            if within(target, folder):
-                continue
-            if any(within(target, a) for a in allowed):
+            owner = layer_of(target)
+            if owner is not None:
+                if owner[0] == folder or owner[0] in allowed:
+                    continue
+            elif any(within(target, a) for a in allowed):
                 continue
             below = ", ".join(allowed) if allowed else "only its own files and uqjit.h"
             problems.append("%s: %s may not include %s (allowed: %s)"

@@ -68,7 +68,7 @@ fi
 if has check; then
   say "gpu.decode, default layer"
   UQ_TEST_VARIANT=default UQ_TESTDATA=$PWD/tests/data UQ_SOURCE_ROOT=$PWD UQJIT_QUIET=1 \
-    timeout "${UQ_PERF_CHECK_S:-150}" "$build/tests/test_decode" >"$OUT/check.log" 2>&1
+    timeout "${UQ_PERF_CHECK_S:-150}" "$build/tests/runtime/test_decode" >"$OUT/check.log" 2>&1
   echo "gpu.decode rc=$?"
   grep -E "^(== variant|worst)|FAILED|non-finite|\[  PASSED|\[  FAILED" "$OUT/check.log" | head -20
 fi

@@ -21,11 +21,11 @@
 set -u
 # shellcheck source=scripts/gpu-env.sh
 . "$(dirname "$0")/gpu-env.sh"
-if [ ! -x "$build/tests/test_decode" ]; then
+if [ ! -x "$build/tests/runtime/test_decode" ]; then
   UQ_GPU_BUILD=$build UQ_GPU_SUITES=none bash scripts/gpu-check.sh >"$OUT/sanitize-build.log" 2>&1
 fi
 for t in decode store graph; do
-  [ -x "$build/tests/test_$t" ] || { echo "gpu-sanitize: no $build/tests/test_$t" >&2; exit 2; }
+  [ -x "$build/tests/runtime/test_$t" ] || { echo "gpu-sanitize: no $build/tests/runtime/test_$t" >&2; exit 2; }
 done
 command -v compute-sanitizer >/dev/null || PATH=$PATH:/usr/local/cuda/bin
 uq_runtime_libs
@@ -53,7 +53,7 @@ for tool in ${UQ_SAN_TOOLS:-memcheck racecheck initcheck}; do
     name=${filter%\*}
     log="$OUT/san-$tool-$prog${name:+-${name#decode_}}.log"
     UQ_TEST_FILTER=$filter UQ_TEST_SKIP=$skip timeout "${UQ_SAN_S:-200}" \
-      compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/test_$prog" >"$log" 2>&1
+      compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/runtime/test_$prog" >"$log" 2>&1
     rc=$?
     [ $rc -eq 0 ] || status=1
     summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|== variant .*: (passed|FAILED)|^\[  (PASSED|FAILED|SKIPPED) \]" "$log" | tr '\n' ' ')

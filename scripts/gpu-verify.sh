@@ -35,7 +35,7 @@ say "gpu tests and compute-sanitizer, in parallel"
 pids=()
 names=()
 for v in default matrix portable gfx950-emu gfx942-emu; do
-  UQ_TEST_VARIANT=$v timeout "$cap" "$build/tests/test_decode" >"$logs/decode-$v.log" 2>&1 &
+  UQ_TEST_VARIANT=$v timeout "$cap" "$build/tests/runtime/test_decode" >"$logs/decode-$v.log" 2>&1 &
   pids+=($!)
   names+=("gpu.decode $v")
 done

@@ -163,6 +163,32 @@ static void spread_values(synth_problem *p, synth_rng *rng) {
   }
 }
 
+/* Sets every query element that no (batch, head, dim) index reaches to
+ * NaN; the rows keep the values drawn for them. */
+static int nan_gaps(synth_problem *p) {
+  const uq_shape *s = &p->shape;
+  int64_t sd = s->q_stride_dim ? s->q_stride_dim : 1;
+  int64_t sh = s->q_stride_head ? s->q_stride_head : s->head_dim;
+  int64_t ss = s->q_stride_seq ? s->q_stride_seq
+                               : (int64_t)s->num_q_heads * s->head_dim;
+  uint8_t *row = calloc(p->query_elems, 1);
+  if (row == NULL)
+    return UQ_ENOMEM;
+  for (int64_t b = 0; b < s->batch; b++)
+    for (int64_t h = 0; h < s->num_q_heads; h++)
+      for (int64_t i = 0; i < s->head_dim; i++) {
+        int64_t at = b * ss + h * sh + i * sd;
+        if (at >= 0 && (uint64_t)at < p->query_elems)
+          row[at] = 1;
+      }
+  uint16_t nan = s->q_dtype == UQ_DTYPE_FP16 ? 0x7e00 : 0x7fc0;
+  for (size_t i = 0; i < p->query_elems; i++)
+    if (!row[i])
+      p->query[i] = nan;
+  free(row);
+  return 0;
+}
+
 int synth_problem_make(synth_problem *p, const uq_shape *shape,
                        const int32_t *seq_lens, const synth_problem_opts *o) {
   memset(p, 0, sizeof *p);
@@ -197,6 +223,10 @@ int synth_problem_make(synth_problem *p, const uq_shape *shape,
    * and the gaps of a strided one must simply be ignored. */
   for (size_t i = 0; i < p->query_elems; i++)
     p->query[i] = to_half(dt, synth_rng_normal(&rng));
+  if (p->opts.nan_gaps && (rc = nan_gaps(p)) != 0) {
+    synth_problem_free(p);
+    return rc;
+  }
   return 0;
 }
 

@@ -78,9 +78,12 @@ typedef struct synth_problem_opts {
                      * moved v_spread / 2 lower: V scale bytes far from
                      * 127 whose largest keeps rising along the sequence
                      * (0: plain normal rows; bf16 only) */
+  int nan_gaps;     /* query elements outside every (batch, head) row (the
+                     * gaps of a strided query) hold NaN, so that reading
+                     * one shows in the output (0: random like the rows) */
 } synth_problem_opts;
 
-/* Defaults: `seed`, no spare blocks, no garbage, no ramp. */
+/* Defaults: `seed`, no spare blocks, no garbage, no ramp, no NaN gaps. */
 void synth_problem_opts_init(synth_problem_opts *o, uint64_t seed);
 
 /* A synthetic decode problem on the host. All buffers owned here

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Test of scripts/check-includes.py: it passes the repository as it is and
 fails each kind of planted include (one pointing up, one sideways, one
-relative, one that names no file), naming the file and line.
+relative, one that names no file; the testkit, the command, a test folder
+and a client program reaching past what they may see), naming the file and
+line.
 
 Usage: check_includes.py CHECKER SOURCE_ROOT
 """
@@ -42,6 +44,11 @@ def planted_tree(root, extra):
     write(root, "cli/cli.c", '#include "uqjit.h"\n#include "synth/synth.h"\n')
     write(root, "cli/cmd_dump.c", '#include "uqjit_tools.h"\n')
     write(root, "tests/support/half.c", '#include "uqjit_tools.h"\n')
+    write(root, "tests/support/internal/cache_util.h",
+          '#include "lib/cache/cache.c"\n#include "tests/support/testkit.h"\n')
+    write(root, "tests/runtime/gpu_common.h", '#include "tests/support/testkit.h"\n')
+    write(root, "tests/cache/unit_cache.c",
+          '#include "lib/cache/cache.c"\n#include "tests/support/internal/cache_util.h"\n')
     write(root, *extra)
 
 
@@ -63,6 +70,18 @@ CASES = [
      'lib/cache/admin.c:1: "uqjit_tools.h": lib/cache may not include uqjit_tools.h'),
     ("tools header in synth", ("synth/rng.c", '#include "uqjit_tools.h"\n'), 1,
      "synth may not include uqjit_tools.h"),
+    ("testkit reaches a private header",
+     ("tests/support/rng.c", '#include "tests/support/internal/cache_util.h"\n'), 1,
+     "tests/support may not include tests/support/internal"),
+    ("command reaches the internal test helpers",
+     ("cli/cmd_bench.c", '#include "tests/support/internal/cache_util.h"\n'), 1,
+     "cli may not include tests/support/internal"),
+    ("test reaches another test folder",
+     ("tests/cache/unit_lock.c", '#include "tests/runtime/gpu_common.h"\n'), 1,
+     "tests/cache may not include tests/runtime"),
+    ("client reaches the library",
+     ("tests/client/client.c", '#include "lib/base/error.h"\n'), 1,
+     "tests/client may not include lib/base"),
     ("relative", ("lib/cache/rel.c", '#include "../base/error.h"\n'), 1,
      "not a path from the repository root"),
     ("bare name", ("lib/base/env.c", '#include "error.h"\n'), 1,
