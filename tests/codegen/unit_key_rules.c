@@ -14,7 +14,7 @@
 #include "lib/codegen/key.h"
 #include "lib/codegen/target.h"
 #include "tests/codegen/key_examples.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 static void expect_invalid(const uq_key *k, const char *why) {
   int rc = uq_key_validate(k);
