@@ -361,18 +361,18 @@ static void check_group_independently(const float *x, uint8_t byte,
 
 static void encode_random_groups_pick_nearest_level(void **state) {
   (void)state;
-  tk_rng rng;
-  tk_rng_seed(&rng, 0x5eed0001);
+  synth_rng rng;
+  synth_rng_seed(&rng, 0x5eed0001);
   for (int g = 0; g < 6000; g++) {
     float x[32];
-    double sigma = ldexp(1.0, (int)tk_rng_below(&rng, 80) - 40);
+    double sigma = ldexp(1.0, (int)synth_rng_below(&rng, 80) - 40);
     for (int i = 0; i < 32; i++)
-      x[i] = (float)(sigma * tk_rng_normal(&rng));
+      x[i] = (float)(sigma * synth_rng_normal(&rng));
     if (g % 3 == 0) /* an outlier */
-      x[tk_rng_below(&rng, 32)] *= 50.0f;
+      x[synth_rng_below(&rng, 32)] *= 50.0f;
     if (g % 5 == 0) /* tiny negatives must become +0, not -0 */
       for (int i = 0; i < 32; i += 4)
-        x[i] = -(float)(sigma * 1e-4 * tk_rng_uniform(&rng));
+        x[i] = -(float)(sigma * 1e-4 * synth_rng_uniform(&rng));
     uint8_t byte, packed[16];
     encode(x, &byte, packed);
     check_group_independently(x, byte, packed);
@@ -496,7 +496,7 @@ static void golden_slots_match_bit_for_bit(void **state) {
     for (int i = 0; i < 256; i++) {
       kb[i] = tk_f32_to_bf16(k[i]);
       vb[i] = tk_f32_to_bf16(v[i]);
-      if (tk_bf16_to_f32(kb[i]) != k[i] || tk_bf16_to_f32(vb[i]) != v[i])
+      if (synth_bf16_to_f32(kb[i]) != k[i] || synth_bf16_to_f32(vb[i]) != v[i])
         exact = 0;
     }
     if (!exact)

@@ -60,7 +60,7 @@ static void haircut_all_bf16_patterns_match_model(void **state) {
   assert_true(e4m3_values[1] == ldexp(1.0, -9));
   assert_true(e4m3_values[8] == ldexp(1.0, -6));
   for (uint32_t h = 0; h < 65536; h++) {
-    float x = tk_bf16_to_f32((uint16_t)h);
+    float x = synth_bf16_to_f32((uint16_t)h);
     float y = uq_haircut_e4m3(x);
     double want = e4m3_model((double)x);
     if (isnan(want)) {
@@ -109,11 +109,11 @@ static void haircut_ties_saturation_and_nan(void **state) {
   assert_true(isnan(uq_haircut_e4m3(tk_f32_from_bits(0xffc00001u))));
   /* fp32 inputs between bf16 values: random bits against the model. */
   build_e4m3_table();
-  tk_rng rng;
-  tk_rng_seed(&rng, 77);
+  synth_rng rng;
+  synth_rng_seed(&rng, 77);
   for (int i = 0; i < 20000; i++) {
-    uint32_t u = tk_rng_u32(&rng);
-    u = (u & 0x807fffffu) | ((uint32_t)(110 + tk_rng_below(&rng, 30)) << 23);
+    uint32_t u = synth_rng_u32(&rng);
+    u = (u & 0x807fffffu) | ((uint32_t)(110 + synth_rng_below(&rng, 30)) << 23);
     float x = tk_f32_from_bits(u);
     assert_true(tk_f32_bits(uq_haircut_e4m3(x)) ==
                 tk_f32_bits((float)e4m3_model(x)));
@@ -125,14 +125,14 @@ static void haircut_ties_saturation_and_nan(void **state) {
 
 static void fwht_matches_explicit_matrix_product(void **state) {
   (void)state;
-  tk_rng rng;
-  tk_rng_seed(&rng, 3);
+  synth_rng rng;
+  synth_rng_seed(&rng, 3);
   for (int n = 32; n <= 512; n *= 2) {
     float *x = malloc((size_t)n * sizeof *x);
     float *y = malloc((size_t)n * sizeof *y);
     assert_non_null(x);
     assert_non_null(y);
-    tk_fill_normal_f32(&rng, x, (size_t)n, 1.0);
+    synth_fill_normal_f32(&rng, x, (size_t)n, 1.0);
     memcpy(y, x, (size_t)n * sizeof *x);
     assert_int_equal(uq_fwht(y, n), 0);
     double norm = 0;
@@ -181,12 +181,12 @@ static void fwht_columns_are_orthonormal_hadamard(void **state) {
 
 static void fwht_is_bit_exact_to_the_canonical_butterflies(void **state) {
   (void)state;
-  tk_rng rng;
-  tk_rng_seed(&rng, 4);
+  synth_rng rng;
+  synth_rng_seed(&rng, 4);
   for (int n = 1; n <= 512; n *= 2) {
     for (int rep = 0; rep < 20; rep++) {
       float x[512], y[512];
-      tk_fill_normal_f32(&rng, x, (size_t)n, ldexp(1.0, rep - 10));
+      synth_fill_normal_f32(&rng, x, (size_t)n, ldexp(1.0, rep - 10));
       memcpy(y, x, sizeof x);
       for (int h = 1; h < n; h *= 2)
         for (int i = 0; i < n; i += 2 * h)
@@ -226,10 +226,10 @@ static void fwht_refuses_non_power_of_two(void **state) {
 static void half_to_float_matches_model_for_all_patterns(void **state) {
   (void)state;
   for (uint32_t h = 0; h < 65536; h++) {
-    float a = uq_bf16_to_float((uint16_t)h), b = tk_bf16_to_f32((uint16_t)h);
+    float a = uq_bf16_to_float((uint16_t)h), b = synth_bf16_to_f32((uint16_t)h);
     assert_true(isnan(b) ? isnan(a) : tk_f32_bits(a) == tk_f32_bits(b));
     a = uq_fp16_to_float((uint16_t)h);
-    b = tk_fp16_to_f32((uint16_t)h);
+    b = synth_fp16_to_f32((uint16_t)h);
     assert_true(isnan(b) ? isnan(a) : tk_f32_bits(a) == tk_f32_bits(b));
     /* Round trip of every non-NaN pattern. */
     if (!isnan(b))
@@ -264,12 +264,12 @@ static void float_to_half_rounds_to_nearest_even(void **state) {
   assert_int_equal(uq_float_to_fp16(1.0f + 0x3p-11f), 0x3c02);
   assert_true((uq_float_to_fp16(NAN) & 0x7fff) > 0x7c00);
   /* Random patterns over the whole fp32 range against the model. */
-  tk_rng rng;
-  tk_rng_seed(&rng, 5);
+  synth_rng rng;
+  synth_rng_seed(&rng, 5);
   for (int i = 0; i < 100000; i++) {
-    uint32_t u = tk_rng_u32(&rng);
+    uint32_t u = synth_rng_u32(&rng);
     if (i & 1) /* concentrate on the fp16 range */
-      u = (u & 0x807fffffu) | ((uint32_t)(95 + tk_rng_below(&rng, 50)) << 23);
+      u = (u & 0x807fffffu) | ((uint32_t)(95 + synth_rng_below(&rng, 50)) << 23);
     float f = tk_f32_from_bits(u);
     if (isnan(f))
       continue;
@@ -286,12 +286,12 @@ static void double_to_half_rounds_once(void **state) {
   assert_int_equal(uq__double_to_fp16(1.0 + 0x1p-11 + 0x1p-40), 0x3c01);
   assert_int_equal(uq__double_to_fp16(65520.0), 0x7c00);
   assert_int_equal(uq__double_to_bf16(-0.0), 0x8000);
-  tk_rng rng;
-  tk_rng_seed(&rng, 6);
+  synth_rng rng;
+  synth_rng_seed(&rng, 6);
   for (int i = 0; i < 50000; i++) {
-    double x = tk_rng_normal(&rng) * ldexp(1.0, (int)tk_rng_below(&rng, 60) - 30);
-    assert_int_equal(uq__double_to_bf16(x), tk_f64_to_bf16(x));
-    assert_int_equal(uq__double_to_fp16(x), tk_f64_to_fp16(x));
+    double x = synth_rng_normal(&rng) * ldexp(1.0, (int)synth_rng_below(&rng, 60) - 30);
+    assert_int_equal(uq__double_to_bf16(x), synth_f64_to_bf16(x));
+    assert_int_equal(uq__double_to_fp16(x), synth_f64_to_fp16(x));
   }
 }
 

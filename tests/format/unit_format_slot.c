@@ -35,8 +35,8 @@ static void expect_decoded_row(const uint8_t *codes, const uint8_t *scales,
 
 static void slot_encode_decode_round_trip(void **state) {
   (void)state;
-  tk_rng rng;
-  tk_rng_seed(&rng, 8);
+  synth_rng rng;
+  synth_rng_seed(&rng, 8);
   const uq_dtype dtypes[3] = {UQ_DTYPE_BF16, UQ_DTYPE_FP16, UQ_DTYPE_FP32};
   for (int d = 32; d <= 512; d *= 2) {
     uq_slot_layout lay;
@@ -48,18 +48,18 @@ static void slot_encode_decode_round_trip(void **state) {
         uint8_t slot[600], want[600];
         double sigma = rep == 3 ? 1e-3 : 1.0 + rep;
         for (int i = 0; i < d; i++) {
-          double a = sigma * tk_rng_normal(&rng);
-          double b = sigma * tk_rng_normal(&rng);
+          double a = sigma * synth_rng_normal(&rng);
+          double b = sigma * synth_rng_normal(&rng);
           if (dtypes[t] == UQ_DTYPE_BF16) {
-            kh[i] = tk_f64_to_bf16(a);
-            vh[i] = tk_f64_to_bf16(b);
-            kf[i] = tk_bf16_to_f32(kh[i]);
-            vf[i] = tk_bf16_to_f32(vh[i]);
+            kh[i] = synth_f64_to_bf16(a);
+            vh[i] = synth_f64_to_bf16(b);
+            kf[i] = synth_bf16_to_f32(kh[i]);
+            vf[i] = synth_bf16_to_f32(vh[i]);
           } else if (dtypes[t] == UQ_DTYPE_FP16) {
-            kh[i] = tk_f64_to_fp16(a);
-            vh[i] = tk_f64_to_fp16(b);
-            kf[i] = tk_fp16_to_f32(kh[i]);
-            vf[i] = tk_fp16_to_f32(vh[i]);
+            kh[i] = synth_f64_to_fp16(a);
+            vh[i] = synth_f64_to_fp16(b);
+            kf[i] = synth_fp16_to_f32(kh[i]);
+            vf[i] = synth_fp16_to_f32(vh[i]);
           } else {
             kf[i] = (float)a;
             vf[i] = (float)b;
@@ -105,8 +105,8 @@ static void slot_encode_decode_round_trip(void **state) {
           kref[i] = krot[i];
           vref[i] = vf[i];
         }
-        assert_true(tk_rel_l2_f32(kdec, kref, (size_t)d) < 0.2);
-        assert_true(tk_rel_l2_f32(vdec, vref, (size_t)d) < 0.2);
+        assert_true(synth_rel_l2_f32(kdec, kref, (size_t)d) < 0.2);
+        assert_true(synth_rel_l2_f32(vdec, vref, (size_t)d) < 0.2);
         /* Either output may be skipped. */
         float only_v[512];
         assert_int_equal(uq_decode_slot(d, slot, NULL, only_v), 0);

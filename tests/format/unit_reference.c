@@ -26,19 +26,19 @@ typedef struct config {
 
 /* One decode problem: the testkit's, and the naive answer. */
 typedef struct problem {
-  tk_problem tk;
+  synth_problem tk;
   double *naive; /* [B, Hq, D] */
 } problem;
 
 static float q_to_f32(uq_dtype dtype, uint16_t h) {
-  return dtype == UQ_DTYPE_FP16 ? tk_fp16_to_f32(h) : tk_bf16_to_f32(h);
+  return dtype == UQ_DTYPE_FP16 ? synth_fp16_to_f32(h) : synth_bf16_to_f32(h);
 }
 
 /* The naive dense computation: every slot dequantized with uq_decode_slot
  * (its exactness is checked in unit_format_slot.c), the query rotated and
  * haircut with the fp32 contract functions, the rest written out plainly. */
 static void naive_decode(problem *p) {
-  const tk_problem *t = &p->tk;
+  const synth_problem *t = &p->tk;
   const uq_shape *s = &t->shape;
   const int d = s->head_dim, qg = s->num_q_heads / s->num_kv_heads;
   const int64_t ss = s->q_stride_seq ? s->q_stride_seq
@@ -126,15 +126,15 @@ static void problem_make(problem *p, const config *c, uint64_t seed) {
    * no sequence uses, invalid table entries past every sequence and NaN in
    * the gaps of a strided query: reading any of them changes the answer.
    * Keys growing along the sequence give K scales far apart. */
-  tk_problem_opts o;
-  tk_problem_opts_init(&o, seed);
+  synth_problem_opts o;
+  synth_problem_opts_init(&o, seed);
   o.spare_blocks = 3;
   o.garbage = 1;
   o.nan_gaps = 1;
   o.k_ramp = 2.0;
-  int rc = tk_problem_make(&p->tk, &s, c->seq_lens, &o);
+  int rc = synth_problem_make(&p->tk, &s, c->seq_lens, &o);
   if (rc == 0)
-    rc = tk_problem_store(&p->tk);
+    rc = synth_problem_store(&p->tk);
   if (rc != 0)
     fail_msg("problem: %s: %s", uq_err_name(rc), uq_last_error());
   p->naive = malloc((size_t)c->batch * c->hq * c->d * sizeof *p->naive);
@@ -143,7 +143,7 @@ static void problem_make(problem *p, const config *c, uint64_t seed) {
 }
 
 static void problem_free(problem *p) {
-  tk_problem_free(&p->tk);
+  synth_problem_free(&p->tk);
   free(p->naive);
 }
 
@@ -159,7 +159,7 @@ static void check_problem(const config *c, uint64_t seed) {
   uint16_t *out = malloc(n * sizeof *out);
   assert_non_null(out64);
   assert_non_null(out);
-  uq_decode_args args = tk_problem_decode_args(&p.tk, out);
+  uq_decode_args args = synth_problem_decode_args(&p.tk, out);
   int rc = uq_reference_decode_f64(&p.tk.shape, &args, out64);
   if (rc != 0)
     fail_msg("reference_decode_f64: %s: %s", uq_err_name(rc), uq_last_error());
@@ -167,25 +167,25 @@ static void check_problem(const config *c, uint64_t seed) {
   /* f64 against the naive computation, row by row. */
   for (size_t r = 0; r < n / (size_t)c->d; r++) {
     const double *a = out64 + r * c->d, *w = p.naive + r * c->d;
-    double rel = tk_rel_l2(a, w, (size_t)c->d);
+    double rel = synth_rel_l2(a, w, (size_t)c->d);
     if (!(rel <= 1e-12))
       fail_msg("row %zu: relative L2 %g against the naive decode", r, rel);
     double mx = 0;
     for (int i = 0; i < c->d; i++)
       mx = fabs(w[i]) > mx ? fabs(w[i]) : mx;
-    assert_true(tk_max_abs_diff(a, w, (size_t)c->d) <= 1e-12 * mx);
+    assert_true(synth_max_abs_diff(a, w, (size_t)c->d) <= 1e-12 * mx);
   }
   /* The cast output is the f64 output rounded once, and within half an ulp
    * of the naive answer up to its 1e-12 difference: never more than one
    * unit away from the naive value rounded. */
   for (size_t i = 0; i < n; i++) {
-    uint16_t want = c->dtype == UQ_DTYPE_FP16 ? tk_f64_to_fp16(out64[i])
-                                              : tk_f64_to_bf16(out64[i]);
+    uint16_t want = c->dtype == UQ_DTYPE_FP16 ? synth_f64_to_fp16(out64[i])
+                                              : synth_f64_to_bf16(out64[i]);
     if (out[i] != want)
       fail_msg("element %zu: cast %04x, f64 %a rounds to %04x", i, out[i],
                out64[i], want);
-    uint16_t naive = c->dtype == UQ_DTYPE_FP16 ? tk_f64_to_fp16(p.naive[i])
-                                               : tk_f64_to_bf16(p.naive[i]);
+    uint16_t naive = c->dtype == UQ_DTYPE_FP16 ? synth_f64_to_fp16(p.naive[i])
+                                               : synth_f64_to_bf16(p.naive[i]);
     double dv = fabs(half_value(c->dtype, out[i]) -
                      half_value(c->dtype, naive));
     double ulp = fabs(half_value(c->dtype, (uint16_t)(naive + 1)) -
@@ -257,7 +257,7 @@ static void reference_matches_naive_uneligible_shapes(void **state) {
 enum { NUM_REFUSALS = 33 };
 
 /* Breaks one thing of a valid call; returns the status expected. */
-static int break_one(int which, tk_problem *p, uq_shape *s, uq_decode_args *a,
+static int break_one(int which, synth_problem *p, uq_shape *s, uq_decode_args *a,
                      const uq_shape **sp, const uq_decode_args **ap,
                      const char **what) {
   int32_t mb = s->max_blocks_per_seq;
@@ -327,7 +327,7 @@ static void reference_refuses_bad_input_and_writes_nothing(void **state) {
       memcpy(p.tk.seq_lens, seq_lens, sizeof seq_lens);
       memcpy(p.tk.block_table, table, table_bytes);
       uq_shape s = p.tk.shape;
-      uq_decode_args a = tk_problem_decode_args(&p.tk, out);
+      uq_decode_args a = synth_problem_decode_args(&p.tk, out);
       const uq_shape *sp = &s;
       const uq_decode_args *ap = &a;
       const char *what = "";
@@ -353,13 +353,13 @@ static void reference_refuses_bad_input_and_writes_nothing(void **state) {
   memcpy(p.tk.seq_lens, seq_lens, sizeof seq_lens);
   memcpy(p.tk.block_table, table, table_bytes);
   /* out64 NULL for the f64 variant. */
-  uq_decode_args a = tk_problem_decode_args(&p.tk, NULL);
+  uq_decode_args a = synth_problem_decode_args(&p.tk, NULL);
   assert_int_equal(uq_reference_decode_f64(&p.tk.shape, &a, NULL), UQ_EINVAL);
   /* Entries of the table past a sequence's last block are not read. */
   p.tk.block_table[0 * p.tk.shape.max_blocks_per_seq + 2] = -7;
   p.tk.block_table[1 * p.tk.shape.max_blocks_per_seq + 3] = 1 << 30;
   assert_int_equal(uq_reference_decode_f64(&p.tk.shape, &a, out64), 0);
-  assert_true(tk_rel_l2(out64, p.naive, n) <= 1e-12);
+  assert_true(synth_rel_l2(out64, p.naive, n) <= 1e-12);
   problem_free(&p);
   free(out);
   free(out64);

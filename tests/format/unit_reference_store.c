@@ -16,8 +16,8 @@
 
 static void store_writes_encoded_slots_and_skips(void **state) {
   (void)state;
-  tk_rng rng;
-  tk_rng_seed(&rng, 21);
+  synth_rng rng;
+  synth_rng_seed(&rng, 21);
   const uq_dtype dtypes[3] = {UQ_DTYPE_BF16, UQ_DTYPE_FP16, UQ_DTYPE_FP32};
   for (int t = 0; t < 3; t++) {
     const int T = 12, hk = 2, d = 64, bs = 16, nb = 3, padded = 80;
@@ -29,22 +29,22 @@ static void store_writes_encoded_slots_and_skips(void **state) {
     assert_non_null(k);
     assert_non_null(v);
     for (size_t i = 0; i < kelems; i++) {
-      double x = tk_rng_normal(&rng);
+      double x = synth_rng_normal(&rng);
       if (esize == 4) {
         float f = (float)x;
         memcpy(k + 4 * i, &f, 4);
       } else {
-        uint16_t h = dtypes[t] == UQ_DTYPE_BF16 ? tk_f64_to_bf16(x)
-                                                : tk_f64_to_fp16(x);
+        uint16_t h = dtypes[t] == UQ_DTYPE_BF16 ? synth_f64_to_bf16(x)
+                                                : synth_f64_to_fp16(x);
         memcpy(k + 2 * i, &h, 2);
       }
     }
     for (size_t i = 0; i < velems * esize; i++)
-      v[i] = (unsigned char)(tk_rng_u32(&rng) & 0x3b); /* small finite */
+      v[i] = (unsigned char)(synth_rng_u32(&rng) & 0x3b); /* small finite */
     int32_t perm[48];
     for (int i = 0; i < 48; i++)
       perm[i] = i;
-    tk_rng_shuffle_i32(&rng, perm, 48);
+    synth_rng_shuffle_i32(&rng, perm, 48);
     int64_t mapping[12];
     for (int i = 0; i < T; i++)
       mapping[i] = i % 4 == 1 ? -1 : perm[i];
@@ -168,8 +168,8 @@ static void store_refuses_bad_input_and_writes_nothing(void **state) {
 /* Store then decode: the path vLLM takes, end to end on the CPU. */
 static void store_then_reference_decode_round_trip(void **state) {
   (void)state;
-  tk_rng rng;
-  tk_rng_seed(&rng, 31);
+  synth_rng rng;
+  synth_rng_seed(&rng, 31);
   const int hk = 2, hq = 16, d = 256, bs = 32, len = 70;
   const int nblk = (len + bs - 1) / bs;
   uint16_t *k = malloc((size_t)len * hk * d * 2);
@@ -229,8 +229,8 @@ static void store_then_reference_decode_round_trip(void **state) {
     for (int t = 0; t < len; t++) {
       double dot = 0;
       for (int i = 0; i < d; i++)
-        dot += (double)tk_bf16_to_f32(q[h * d + i]) *
-               tk_bf16_to_f32(k[((size_t)t * hk + kh) * d + i]);
+        dot += (double)synth_bf16_to_f32(q[h * d + i]) *
+               synth_bf16_to_f32(k[((size_t)t * hk + kh) * d + i]);
       sc[t] = dot / 16.0;
       m = sc[t] > m ? sc[t] : m;
     }
@@ -239,10 +239,10 @@ static void store_then_reference_decode_round_trip(void **state) {
     for (int i = 0; i < d; i++) {
       ref[i] = 0;
       for (int t = 0; t < len; t++)
-        ref[i] += sc[t] / sum * tk_bf16_to_f32(v[((size_t)t * hk + kh) * d + i]);
-      got[i] = tk_bf16_to_f32(out[h * d + i]);
+        ref[i] += sc[t] / sum * synth_bf16_to_f32(v[((size_t)t * hk + kh) * d + i]);
+      got[i] = synth_bf16_to_f32(out[h * d + i]);
     }
-    double rel = tk_rel_l2(got, ref, (size_t)d);
+    double rel = synth_rel_l2(got, ref, (size_t)d);
     worst = rel > worst ? rel : worst;
   }
   assert_true(worst < 0.25);

@@ -53,7 +53,7 @@ static double run_case(const decode_case *c) {
         fprintf(stderr, "non-finite output at seq %d element %zu\n", b, i);
         fail();
       }
-    double e = tk_rel_l2(got + b * per_seq, ref + b * per_seq, per_seq);
+    double e = synth_rel_l2(got + b * per_seq, ref + b * per_seq, per_seq);
     if (e > worst) {
       worst = e;
       worst_b = b;

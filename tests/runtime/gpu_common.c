@@ -94,7 +94,7 @@ static void case_shape(const decode_case *c, uq_shape *s) {
 
 /* Device copies of the host problem, and the decode arguments over them. */
 static int problem_upload(uq_context *ctx, decode_problem *p) {
-  const tk_problem *h = &p->host;
+  const synth_problem *h = &p->host;
   const size_t lens_bytes = (size_t)h->shape.batch * sizeof(int32_t);
   uq_plan plan;
   CHECK_RC(uq_context_plan(ctx, &p->shape, &plan));
@@ -126,14 +126,14 @@ int problem_build(const decode_case *c, decode_problem *p) {
   memset(p, 0, sizeof *p);
   uq_shape shape;
   case_shape(c, &shape);
-  tk_problem_opts o;
-  tk_problem_opts_init(&o, c->seed);
+  synth_problem_opts o;
+  synth_problem_opts_init(&o, c->seed);
   o.spare_blocks = 3;
   o.garbage = c->garbage;
   o.k_ramp = c->k_ramp;
   o.v_spread = c->v_spread;
-  CHECK_RC(tk_problem_make(&p->host, &shape, c->seq_lens, &o));
-  CHECK_RC(tk_problem_store(&p->host));
+  CHECK_RC(synth_problem_make(&p->host, &shape, c->seq_lens, &o));
+  CHECK_RC(synth_problem_store(&p->host));
   p->shape = p->host.shape;
   p->q_elems = p->host.query_elems;
   p->out_elems = (size_t)shape.batch * shape.num_q_heads * shape.head_dim;
@@ -153,7 +153,7 @@ void problem_free(uq_context *ctx, decode_problem *p) {
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
     if (dev[i] != NULL)
       uq_device_free(ctx, dev[i]);
-  tk_problem_free(&p->host);
+  synth_problem_free(&p->host);
   memset(p, 0, sizeof *p);
 }
 
@@ -164,7 +164,7 @@ int problem_poison(uq_context *ctx, decode_problem *p) {
 }
 
 int problem_reference(const decode_problem *p, double *out64) {
-  uq_decode_args a = tk_problem_decode_args(&p->host, NULL);
+  uq_decode_args a = synth_problem_decode_args(&p->host, NULL);
   CHECK_RC(uq_reference_decode_f64(&p->host.shape, &a, out64));
   return 0;
 }
@@ -180,6 +180,6 @@ int problem_fetch(uq_context *ctx, const decode_problem *p, uint16_t *raw,
 void problem_widen(const decode_problem *p, const uint16_t *raw,
                    double *out) {
   for (size_t i = 0; i < p->out_elems; i++)
-    out[i] = p->shape.q_dtype == UQ_DTYPE_FP16 ? tk_fp16_to_f32(raw[i])
-                                               : tk_bf16_to_f32(raw[i]);
+    out[i] = p->shape.q_dtype == UQ_DTYPE_FP16 ? synth_fp16_to_f32(raw[i])
+                                               : synth_bf16_to_f32(raw[i]);
 }

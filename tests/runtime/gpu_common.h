@@ -41,7 +41,7 @@ typedef struct decode_case {
   q_layout layout;
   int garbage;             /* poison stale slots, unused blocks, table tail */
   int padded_slot;         /* bytes per slot in the cache; 0 = the slot size */
-  int v_spread;            /* tk_problem_opts.v_spread */
+  int v_spread;            /* synth_problem_opts.v_spread */
   double k_ramp;           /* token t's K times 1 + k_ramp t / seq_len: rising
                             * scores, so maxima keep growing along the
                             * sequence (0: plain randn) */
@@ -51,7 +51,7 @@ typedef struct decode_case {
 /* A decode problem on host and device. */
 typedef struct decode_problem {
   uq_shape shape;    /* host.shape */
-  tk_problem host;   /* rows, tables, query and the CPU-encoded cache */
+  synth_problem host;   /* rows, tables, query and the CPU-encoded cache */
   size_t table_bytes, q_elems, out_elems;
   void *d_cache, *d_table, *d_lens, *d_qbuf, *d_out, *d_ws;
   size_t ws_bytes;

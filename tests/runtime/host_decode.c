@@ -39,7 +39,7 @@ static int host_make(const decode_case *c, decode_problem *p) {
   p->d_ws = malloc(p->ws_bytes);
   if (p->d_out == NULL || p->d_ws == NULL)
     return UQ_ENOMEM;
-  p->d_args = tk_problem_decode_args(&p->host, p->d_out);
+  p->d_args = synth_problem_decode_args(&p->host, p->d_out);
   return 0;
 }
 
@@ -63,7 +63,7 @@ static int host_fetch(const decode_problem *p, uint16_t *raw, double *out) {
 static void host_release(decode_problem *p) {
   free(p->d_out);
   free(p->d_ws);
-  tk_problem_free(&p->host);
+  synth_problem_free(&p->host);
   memset(p, 0, sizeof *p);
 }
 

@@ -24,11 +24,11 @@ static void fill_elem(uq_dtype dt, void *base, size_t i, float x) {
 }
 
 /* n normal values of dt, about one in 30 NaN, Inf, huge or tiny. */
-static void fill_with_specials(tk_rng *rng, uq_dtype dt, void *base,
+static void fill_with_specials(synth_rng *rng, uq_dtype dt, void *base,
                                size_t n) {
   for (size_t i = 0; i < n; i++) {
-    double x = tk_rng_normal(rng);
-    uint32_t r = tk_rng_u32(rng) % 1000;
+    double x = synth_rng_normal(rng);
+    uint32_t r = synth_rng_u32(rng) % 1000;
     if (r == 0)
       x = NAN;
     else if (r == 1)
@@ -45,12 +45,12 @@ static void fill_with_specials(tk_rng *rng, uq_dtype dt, void *base,
 
 /* Distinct slots in a shuffled order, every fifth skipped (-1), token 7's
  * beyond the cache. */
-static void shuffled_map(tk_rng *rng, int64_t *map, int T, int64_t slots) {
+static void shuffled_map(synth_rng *rng, int64_t *map, int T, int64_t slots) {
   int32_t *perm = malloc((size_t)slots * sizeof(int32_t));
   assert_non_null(perm);
   for (int64_t i = 0; i < slots; i++)
     perm[i] = (int32_t)i;
-  tk_rng_shuffle_i32(rng, perm, (size_t)slots);
+  synth_rng_shuffle_i32(rng, perm, (size_t)slots);
   for (int t = 0; t < T; t++)
     map[t] = t % 5 == 3 ? -1 : perm[t];
   if (T > 7)
@@ -63,8 +63,8 @@ static void shuffled_map(tk_rng *rng, int64_t *map, int T, int64_t slots) {
  * huge values, every fifth slot skipped (-1) and one slot out of range. */
 void store_case(store_runner run, uq_dtype dt, int hd, int hk, int bs,
                 int T, uint64_t seed) {
-  tk_rng rng;
-  tk_rng_seed(&rng, seed);
+  synth_rng rng;
+  synth_rng_seed(&rng, seed);
   const size_t es = esize_of(dt);
   const int64_t num_blocks = (T + bs - 1) / bs + 2;
   const size_t slot = uq_slot_size(hd);

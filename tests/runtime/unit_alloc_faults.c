@@ -36,7 +36,7 @@ typedef struct fx {
   char root[PATH_MAX];
   char dir[PATH_MAX]; /* a cache holding the store kernel's entry */
   uq_key key;
-  tk_problem prob;
+  synth_problem prob;
   void *out;
 } fx;
 
@@ -66,8 +66,8 @@ static int setup(void **state) {
   s.block_size = 16;
   s.max_blocks_per_seq = 4;
   const int32_t lens[2] = {40, 7};
-  assert_int_equal(tk_problem_make(&f->prob, &s, lens, NULL), 0);
-  assert_int_equal(tk_problem_store(&f->prob), 0);
+  assert_int_equal(synth_problem_make(&f->prob, &s, lens, NULL), 0);
+  assert_int_equal(synth_problem_store(&f->prob), 0);
   f->out = calloc(f->prob.query_elems, 2);
   setenv("UQJIT_DISABLE_JIT", "1", 1);
   *state = f;
@@ -77,7 +77,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   fx *f = *state;
   unsetenv("UQJIT_DISABLE_JIT");
-  tk_problem_free(&f->prob);
+  synth_problem_free(&f->prob);
   free(f->out);
   cu_rm_rf(f->root);
   free(f);
@@ -200,7 +200,7 @@ static int call_reference_store(void *arg) {
   fx *f = arg;
   uint8_t *cache = malloc(f->prob.cache_bytes);
   memset(cache, 0, f->prob.cache_bytes);
-  uq_store_args a = tk_problem_store_args(&f->prob, NULL, NULL, NULL, cache);
+  uq_store_args a = synth_problem_store_args(&f->prob, NULL, NULL, NULL, cache);
   int rc = uq_reference_store(&a);
   if (rc == 0 && memcmp(cache, f->prob.cache, f->prob.cache_bytes) != 0)
     rc = UQ_EIO;
@@ -210,7 +210,7 @@ static int call_reference_store(void *arg) {
 
 static int call_reference_decode(void *arg) {
   fx *f = arg;
-  uq_decode_args a = tk_problem_decode_args(&f->prob, f->out);
+  uq_decode_args a = synth_problem_decode_args(&f->prob, f->out);
   return uq_reference_decode(&f->prob.shape, &a);
 }
 

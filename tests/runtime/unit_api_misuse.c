@@ -26,7 +26,7 @@
 
 static _Alignas(256) uint8_t region[REGION];
 static char root[PATH_MAX], nodir[PATH_MAX], cdir[PATH_MAX];
-static tk_problem prob; /* an eligible gfx942 / sm_90a decode problem */
+static synth_problem prob; /* an eligible gfx942 / sm_90a decode problem */
 static uq_context *cctx; /* compile-only (device -1), cache dir `cdir` */
 static uq_key good_key;
 
@@ -131,17 +131,17 @@ static int ref_decode(uq_shape s, uq_decode_args a) {
   return uq_reference_decode(&s, &a);
 }
 static int ref_decode_null_shape(void) {
-  uq_decode_args a = tk_problem_decode_args(&prob, region);
+  uq_decode_args a = synth_problem_decode_args(&prob, region);
   return uq_reference_decode(NULL, &a);
 }
 static int ref_decode_null_query(void) {
-  uq_decode_args a = tk_problem_decode_args(&prob, region);
+  uq_decode_args a = synth_problem_decode_args(&prob, region);
   a.query = NULL;
   return ref_decode(shape(), a);
 }
 static int ref_decode_zero_seq_len(void) {
   static int32_t lens[4];
-  uq_decode_args a = tk_problem_decode_args(&prob, region);
+  uq_decode_args a = synth_problem_decode_args(&prob, region);
   memcpy(lens, prob.seq_lens, sizeof lens);
   lens[1] = 0;
   a.seq_lens = lens;
@@ -149,7 +149,7 @@ static int ref_decode_zero_seq_len(void) {
 }
 static int ref_decode_block_out_of_range(void) {
   static int32_t table[4 * 64];
-  uq_decode_args a = tk_problem_decode_args(&prob, region);
+  uq_decode_args a = synth_problem_decode_args(&prob, region);
   memcpy(table, prob.block_table, sizeof table);
   table[0] = (int32_t)prob.num_blocks;
   a.block_table = table;
@@ -158,16 +158,16 @@ static int ref_decode_block_out_of_range(void) {
 static int ref_decode_negative_scale(void) {
   uq_shape s = shape();
   s.scale = -1.0f;
-  return ref_decode(s, tk_problem_decode_args(&prob, region));
+  return ref_decode(s, synth_problem_decode_args(&prob, region));
 }
 static int ref_decode_zero_batch(void) {
   uq_shape s = shape();
   s.batch = 0;
-  return ref_decode(s, tk_problem_decode_args(&prob, region));
+  return ref_decode(s, synth_problem_decode_args(&prob, region));
 }
 static int ref_store(uq_store_args a) { return uq_reference_store(&a); }
 static uq_store_args store_args(void) {
-  return tk_problem_store_args(&prob, NULL, NULL, NULL, region);
+  return synth_problem_store_args(&prob, NULL, NULL, NULL, region);
 }
 static int ref_store_null(void) { return uq_reference_store(NULL); }
 static int ref_store_negative_tokens(void) {
@@ -232,17 +232,17 @@ static int kernel_source_invalid_key(void) {
 }
 static int decode_compile_only(void) {
   uq_shape s = shape();
-  uq_decode_args a = tk_problem_decode_args(&prob, region);
+  uq_decode_args a = synth_problem_decode_args(&prob, region);
   return uq_decode(cctx, &s, &a, region + 4096, REGION - 4096, NULL);
 }
 static int decode_misaligned_out_compile_only(void) {
   uq_shape s = shape();
-  uq_decode_args a = tk_problem_decode_args(&prob, region + 1);
+  uq_decode_args a = synth_problem_decode_args(&prob, region + 1);
   return uq_decode(cctx, &s, &a, region + 4096, REGION - 4096, NULL);
 }
 static int decode_null_context(void) {
   uq_shape s = shape();
-  uq_decode_args a = tk_problem_decode_args(&prob, region);
+  uq_decode_args a = synth_problem_decode_args(&prob, region);
   return uq_decode(NULL, &s, &a, region + 4096, REGION - 4096, NULL);
 }
 static int store_compile_only(void) {
@@ -376,8 +376,8 @@ static int setup(void **state) {
   s.block_size = 16;
   s.max_blocks_per_seq = 64;
   const int32_t lens[4] = {100, 1, 1024, 17};
-  assert_int_equal(tk_problem_make(&prob, &s, lens, NULL), 0);
-  assert_int_equal(tk_problem_store(&prob), 0);
+  assert_int_equal(synth_problem_make(&prob, &s, lens, NULL), 0);
+  assert_int_equal(synth_problem_store(&prob), 0);
   assert_int_equal(uq_key_parse(STORE_KEY, &good_key), 0);
   uq_context_options o;
   uq_context_options_init(&o);
@@ -391,7 +391,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   (void)state;
   uq_context_destroy(cctx);
-  tk_problem_free(&prob);
+  synth_problem_free(&prob);
   cu_rm_rf(root);
   return 0;
 }

@@ -16,15 +16,15 @@ float tk_f32_from_bits(uint32_t u) {
   return f;
 }
 
-uint16_t tk_f32_to_bf16(float f) { return tk_f64_to_bf16((double)f); }
-uint16_t tk_f32_to_fp16(float f) { return tk_f64_to_fp16((double)f); }
+uint16_t tk_f32_to_bf16(float f) { return synth_f64_to_bf16((double)f); }
+uint16_t tk_f32_to_fp16(float f) { return synth_f64_to_fp16((double)f); }
 
-void tk_fill_normal_bf16(tk_rng *rng, uint16_t *x, size_t n, double sigma) {
+void tk_fill_normal_bf16(synth_rng *rng, uint16_t *x, size_t n, double sigma) {
   for (size_t i = 0; i < n; i++)
-    x[i] = tk_f64_to_bf16(sigma * tk_rng_normal(rng));
+    x[i] = synth_f64_to_bf16(sigma * synth_rng_normal(rng));
 }
 
-void tk_fill_normal_fp16(tk_rng *rng, uint16_t *x, size_t n, double sigma) {
+void tk_fill_normal_fp16(synth_rng *rng, uint16_t *x, size_t n, double sigma) {
   for (size_t i = 0; i < n; i++)
-    x[i] = tk_f64_to_fp16(sigma * tk_rng_normal(rng));
+    x[i] = synth_f64_to_fp16(sigma * synth_rng_normal(rng));
 }

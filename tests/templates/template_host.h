@@ -24,4 +24,20 @@ UQ_DEV float uq_bits_f32(uq_u32 u) {
   return x;
 }
 
+/* PTX prmt.b32, default mode: selector nibble n (low 16 bits) picks byte
+ * (nibble & 7) of the 8 bytes {y, x} (x = bytes 0..3); with the nibble's
+ * bit 3 set, that byte's sign bit replicated. */
+UQ_DEV uq_u32 uq_prmt(uq_u32 x, uq_u32 y, uq_u32 s) {
+  uint64_t v = ((uint64_t)y << 32) | x;
+  uq_u32 r = 0;
+  for (int n = 0; n < 4; n++) {
+    uq_u32 sel = (s >> (4 * n)) & 15u;
+    uq_u32 byte = (uq_u32)(v >> (8 * (sel & 7u))) & 0xffu;
+    if (sel & 8u)
+      byte = (byte & 0x80u) ? 0xffu : 0u;
+    r |= byte << (8 * n);
+  }
+  return r;
+}
+
 #endif

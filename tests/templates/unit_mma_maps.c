@@ -26,23 +26,6 @@
 #include "tests/templates/template_host.h"
 #define UQ_MMA_HOST_MODEL 1
 
-/* PTX prmt.b32, default mode: selector nibble n (of the low 16 bits) picks
- * byte (nibble & 7) of the 8-byte value {y, x}; when the nibble's bit 3 is
- * set, the picked byte's sign bit is replicated instead. (Used by the
- * lookup conversions of UQ_MMA_SUBNORMAL_OPERANDS 0.) */
-static __attribute__((unused)) uq_u32 uq_prmt(uq_u32 x, uq_u32 y, uq_u32 s) {
-  uint64_t v = ((uint64_t)y << 32) | x;
-  uq_u32 r = 0;
-  for (int n = 0; n < 4; n++) {
-    uq_u32 sel = (s >> (4 * n)) & 15u;
-    uq_u32 byte = (uq_u32)(v >> (8 * (sel & 7u))) & 0xffu;
-    if (sel & 8u)
-      byte = (byte & 0x80u) ? 0xffu : 0u;
-    r |= byte << (8 * n);
-  }
-  return r;
-}
-
 #include "templates/sm90/mma_sm90_maps.hip"
 
 /* FORMAT.md section 2. */
