@@ -16,7 +16,7 @@
 # Environment: UQ_AB_DIR, UQ_AB_ROUNDS, UQ_AB_SHAPES (bench arguments,
 # ';'-separated; default below), UQ_AB_S (seconds for all the benches,
 # default 420), plus gpu-env.sh's OUT and UQ_GPU_BUILD. Builds with
-# scripts/gpu-check.sh (no suites) when the build is missing. Carry .deps.
+# scripts/gpu-check.sh (no suites) when the build is missing. Needs .deps/ as gpu-check.sh does.
 set -u
 # shellcheck source=scripts/gpu-env.sh
 . "$(dirname "$0")/gpu-env.sh"

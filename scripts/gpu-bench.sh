@@ -2,7 +2,7 @@
 # One device call: correctness of the three decode variants, then timings
 # of the sm_90a warpgroup layer (the default on an H100/H200) against the
 # sm_90 matrix layer, the portable layer and PyTorch SDPA, all inside
-# ~540 s (the device tool's command limit is 600 s).
+# ~540 s (a 600 s limit per command on the GPU machine).
 #
 #   (a) scripts/gpu-check.sh with UQ_GPU_SUITES=gpu (builds build-gpu; the gpu
 #       suite runs every decode case with each variant -- default, i.e.
@@ -15,7 +15,7 @@
 #   (c) bench/peer_bench.py on the same shapes (when torch is importable)
 #   (d) a compact table last; every log under $OUT
 #
-# Run from anywhere (carry .deps as for gpu-check.sh). Environment:
+# Run from anywhere (with .deps/ as for gpu-check.sh). Environment:
 # OUT (default /tmp/out), UQ_BENCH_BUDGET_S (default 540), UQ_GPU_BUILD
 # (default build-gpu), UQ_BENCH_VARIANTS (the layers timed in (b),
 # default "warpgroup matrix portable"; the gpu suite checks all three).
@@ -56,7 +56,7 @@ check() {
 say "gpu-check (gpu suite)"
 check check.log 200
 
-# gpu-check unpacked the carried libraries (when it had to).
+# gpu-check unpacked the libraries from .deps/ (when it had to).
 uq_runtime_libs
 if [ ! -x "$B" ]; then
   echo "gpu-bench: $B was not built; see $OUT/check.log" >&2

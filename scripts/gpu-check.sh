@@ -5,7 +5,7 @@
 # and runnable anywhere: without a GPU the gpu tests report SKIP.
 #
 # Dependencies: pkg-config's cmocka and libxxhash when installed; otherwise
-# the Debian packages carried in .deps/ (prepared on a networked machine:
+# the Debian packages in .deps/ (prepared on a networked machine:
 #   mkdir -p .deps && cd .deps &&
 #   apt-get download libcmocka0 libcmocka-dev libxxhash0 libxxhash-dev \
 #     pkgconf-bin libpkgconf3
@@ -33,7 +33,7 @@ if [ -n "${UQ_GPU_FORCE_DEPS:-}" ] || ! pkg-config --exists cmocka libxxhash 2>/
     echo "gpu-check: cmocka/libxxhash not installed and no .deps/*.deb" >&2
     exit 2
   fi
-  log "unpacking $(ls .deps/*.deb | wc -l) carried packages into /tmp/deps"
+  log "unpacking $(ls .deps/*.deb | wc -l) packages from .deps/ into /tmp/deps"
   rm -rf /tmp/deps
   mkdir -p /tmp/deps
   for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
@@ -43,11 +43,11 @@ if [ -n "${UQ_GPU_FORCE_DEPS:-}" ] || ! pkg-config --exists cmocka libxxhash 2>/
   export PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1
   export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   # Meson finds these through pkg-config; a machine without one uses the
-  # carried pkgconf (pkgconf-bin + libpkgconf3), named by $PKG_CONFIG.
+  # pkgconf from .deps/ (pkgconf-bin + libpkgconf3), named by $PKG_CONFIG.
   if ! command -v pkg-config >/dev/null && ! command -v pkgconf >/dev/null &&
     [ -x /tmp/deps/usr/bin/pkgconf ]; then
     export PKG_CONFIG=/tmp/deps/usr/bin/pkgconf
-    log "using the carried $PKG_CONFIG"
+    log "using $PKG_CONFIG from .deps/"
   fi
 fi
 

@@ -12,7 +12,7 @@ build=${UQ_GPU_BUILD:-build-gpu}
 B=$build/cli/uqjit
 export UQJIT_CACHE_DIR=${UQJIT_CACHE_DIR:-/tmp/uqjit-gpu-cache}
 
-# The carried cmocka / xxHash that scripts/gpu-check.sh unpacked into
+# The cmocka / xxHash from .deps/ that scripts/gpu-check.sh unpacked into
 # /tmp/deps (when the machine lacks them) and CUDA's own libraries, on
 # LD_LIBRARY_PATH; call it after gpu-check.sh has run.
 uq_runtime_libs() {

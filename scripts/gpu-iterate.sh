@@ -7,7 +7,7 @@
 #       opcode histogram of it;
 #   (c) uqjit bench on a few shapes for each of UQ_ITER_VARIANTS (default
 #       "warpgroup matrix"), every result checked against the reference.
-# Logs under $OUT. Carry .deps as for gpu-check.sh.
+# Logs under $OUT. Needs .deps/ as gpu-check.sh does.
 set -u
 # shellcheck source=scripts/gpu-env.sh
 . "$(dirname "$0")/gpu-env.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The decode-performance round in one device call (each step capped so
-# the whole stays under the device tool's 600 s):
+# the whole stays under 600 s, a GPU machine's limit per command):
 #   build     scripts/gpu-check.sh, no suites (build-gpu)
 #   check     gpu.decode for the device's default layer (UQ_TEST_VARIANT
 #             default), every case against the double reference
@@ -24,7 +24,7 @@
 #             executed instructions per SASS line)
 #   peer      bench/peer_bench.py on UQ_PERF_SHAPES and the short grid
 # UQ_PERF_STEPS picks the steps (default "build check ab binding ncu").
-# Logs and JSON under $OUT. Carry .deps as for gpu-check.sh.
+# Logs and JSON under $OUT. Needs .deps/ as gpu-check.sh does.
 set -u
 # shellcheck source=scripts/gpu-env.sh
 . "$(dirname "$0")/gpu-env.sh"
@@ -160,6 +160,6 @@ if has peer && python3 -c "import torch; assert torch.cuda.is_available()" 2>/de
   done
 fi
 
-# The device tool brings back at most 8 files: everything in one archive.
+# At most 8 files come back from the GPU machine: everything in one archive.
 say "done"
 (cd "$OUT" && tar czf /tmp/gpu-perf.tgz . && find . -mindepth 1 -delete && mv /tmp/gpu-perf.tgz .)

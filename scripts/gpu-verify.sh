@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The verdict on the kernels as they stand, in one device call (meant for
-# a GPU machine of the kind the project measures on, an H200; carry .deps
+# a GPU machine of the kind the project measures on, an H200; with .deps/
 # as for gpu-check.sh):
 #   1. build (scripts/gpu-check.sh, no suites);
 #   2. at once, each in its own process: gpu.decode for every decode
