@@ -9,7 +9,9 @@
 # copy its files over templates/ (and lib/), rebuild uqjit, and run uqjit
 # bench on the A/B shapes with every result checked against the double
 # reference (--check-seqs 1) and a cache directory of its own. templates/
-# and lib/ are restored at the end. A variant that does not build is reported and
+# and lib/ are restored at the end. A variant with a file that replaces
+# nothing (ab/x/templates/sm90/... instead of ab/x/sm90/..., say, which
+# would time the unchanged kernel) or that does not build is reported and
 # skipped; a failed bench or reference check is reported with its log's
 # tail. Then, per variant and shape, the median of its rounds.
 #
@@ -36,6 +38,7 @@ if [ ! -x "$B" ]; then
   echo "gpu-check rc=$?"
 fi
 uq_runtime_libs
+root=$PWD
 orig=$(mktemp -d)
 mkdir -p "$orig/templates" "$orig/lib"
 cp -a templates/. "$orig/templates"/
@@ -63,6 +66,16 @@ for ((round = 1; round <= rounds; ++round)); do
     name=${v##*/}
     [ "$(date +%s)" -lt "$deadline" ] || { echo "gpu-ab: out of time before $name"; break 2; }
     put_back
+    stray=$(cd "$v" && find . -type f | sed 's|^\./||' | while read -r f; do
+      case $f in
+      lib/*) [ -f "$root/$f" ] ;;
+      *) [ -f "$root/templates/$f" ] ;;
+      esac || echo "$f"
+    done)
+    if [ -n "$stray" ]; then
+      echo "gpu-ab: $name: files that replace nothing, variant skipped:" $stray
+      continue
+    fi
     if [ -d "$v/lib" ]; then
       cp -R "$v/lib"/. lib/
     fi
