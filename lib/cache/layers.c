@@ -1,7 +1,8 @@
 /* The cache's layers as a whole: which directories a context searches and
  * in what order (the writable one, UQJIT_CACHE_PATH, the system layer
- * under the install prefix), a read-only cache over all of them, and making a directory readable by every
- * user for an image (uq_cache_share). */
+ * under the install prefix), a read-only cache over all of them, and
+ * making a directory readable by every user for an image
+ * (uq_cache_share). */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>

@@ -302,13 +302,20 @@ static int cuda_mem_free(uq__pdev *dev, void *ptr) {
   return 0;
 }
 
+/* Until the device has finished the work queued so far. */
+static int cuda_synchronize(uq__pdev *dev) {
+  int rc = cuda_make_current(dev);
+  if (rc != 0)
+    return rc;
+  CHECK(api.p_cuCtxSynchronize(), "cuCtxSynchronize");
+  return 0;
+}
+
 /* The copies and the memset are synchronous (uqjit.h): cuMemcpyHtoD from
  * pageable memory and cuMemsetD8 can return before the device has
  * finished, and are not ordered before work on a non-blocking stream, so
  * each waits for the context. The device-to-device copy is stream-ordered
  * here; uq_memcpy_d2d waits for it. */
-static int cuda_synchronize(uq__pdev *dev);
-
 static int cuda_memcpy_h2d(uq__pdev *dev, void *dst, const void *src,
                            size_t bytes) {
   int rc = cuda_make_current(dev);
@@ -349,14 +356,6 @@ static int cuda_memset_d8(uq__pdev *dev, void *dst, uint8_t value,
   CHECK(api.p_cuMemsetD8((CUdeviceptr)(uintptr_t)dst, value, bytes),
         "cuMemsetD8");
   return cuda_synchronize(dev);
-}
-
-static int cuda_synchronize(uq__pdev *dev) {
-  int rc = cuda_make_current(dev);
-  if (rc != 0)
-    return rc;
-  CHECK(api.p_cuCtxSynchronize(), "cuCtxSynchronize");
-  return 0;
 }
 
 static int cuda_stream_create(uq__pdev *dev, void **stream) {

@@ -285,13 +285,18 @@ static int hip_mem_free(uq__pdev *dev, void *ptr) {
   return 0;
 }
 
+/* Until the device has finished the work queued so far. */
+static int hip_synchronize(uq__pdev *dev) {
+  CURRENT(dev);
+  CHECK(api.DeviceSynchronize(), "hipDeviceSynchronize");
+  return 0;
+}
+
 /* The copies and the memset are synchronous (uqjit.h): hipMemcpyHtoD and
  * hipMemset can return before the device has finished, and are not
  * ordered before work on a non-blocking stream, so each waits for the
  * device. The device-to-device copy is stream-ordered here; uq_memcpy_d2d
  * waits for it. */
-static int hip_synchronize(uq__pdev *dev);
-
 static int hip_memcpy_h2d(uq__pdev *dev, void *dst, const void *src,
                           size_t bytes) {
   CURRENT(dev);
@@ -319,12 +324,6 @@ static int hip_memset_d8(uq__pdev *dev, void *dst, uint8_t value,
   CURRENT(dev);
   CHECK(api.Memset(dst, value, bytes), "hipMemset");
   return hip_synchronize(dev);
-}
-
-static int hip_synchronize(uq__pdev *dev) {
-  CURRENT(dev);
-  CHECK(api.DeviceSynchronize(), "hipDeviceSynchronize");
-  return 0;
 }
 
 static int hip_stream_create(uq__pdev *dev, void **stream) {
