@@ -187,6 +187,14 @@ int uq__layer_variant_named(const char *name) {
   return UQ__LAYER_UNKNOWN;
 }
 
+int uq__warpgroup_tensor_copy(const uq_key *key) {
+  if (key->kind != UQ_KERNEL_DECODE || key->variant != UQ_VARIANT_WARPGROUP)
+    return 0;
+  int one_range = (int64_t)key->num_kv_heads * key->padded_slot ==
+                  (int64_t)uq_slot_size(key->head_dim);
+  return !one_range && key->padded_slot % 16 == 0;
+}
+
 int uq__layer_serves(const uq__layer *layer, const uq__layer_shape *shape) {
   int dim = 0;
   for (int i = 0; i < UQ__LAYER_HEAD_DIMS && layer->head_dims[i] != 0; i++)

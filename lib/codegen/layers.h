@@ -96,6 +96,13 @@ const uq__layer *uq__layer_choose(const uq__target_info *info,
  * AMD, four warps on NVIDIA; 0 for a NULL target. */
 unsigned uq__layer_block_threads(const uq__target_info *info, int variant);
 
+/* 1 when the decode kernel of `key` copies its chunks with tensor copies
+ * and so takes the cache's tensor map in its parameters
+ * (uq_decode_wg_params): the warpgroup layer where a kv head's slots are
+ * not one range (several kv heads, or padding) and are 16-byte aligned.
+ * The same rule as templates/sm90/sm90_chunks.hip's UQ_SM90_TENSOR. */
+int uq__warpgroup_tensor_copy(const uq_key *key);
+
 /* The decode kernel's templates of the layer at a head dim: the row's
  * templates_v16 where V codes start off a 4-byte boundary (byte D/2 +
  * D/32 of a slot: head_dim 64), else its templates. NULL where the row

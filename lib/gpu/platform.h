@@ -59,6 +59,19 @@ typedef struct uq__platform {
   int (*launch_dependent)(void *function, const uint32_t grid[3],
                           uint32_t block, void *params, void *stream);
 
+  /* Describes a KV cache to the Tensor Memory Accelerator for tensor
+   * copies of one kv head's slots (templates/sm90/sm90_chunks.hip): a 3-D
+   * tensor of 32-bit words, (slot word, kv head, cache row) with
+   * padded_slot / 4, kv_heads and rows elements, padded_slot and
+   * kv_heads * padded_slot bytes apart (multiples of 16; cache 16-byte
+   * aligned), copied in boxes of box_words x 1 x box_rows. Writes the 128
+   * bytes of `map` (64-byte aligned). A host call: no device, context or
+   * stream is touched, so it may run under graph capture. NULL where the
+   * platform has no tensor copies. */
+  int (*tensor_map_slots)(void *map, const void *cache, int64_t rows,
+                          int32_t kv_heads, int32_t padded_slot,
+                          int32_t box_words, int32_t box_rows);
+
   int (*mem_alloc)(uq__pdev *dev, size_t bytes, void **ptr);
   int (*mem_free)(uq__pdev *dev, void *ptr);
   int (*memcpy_h2d)(uq__pdev *dev, void *dst, const void *src, size_t bytes);

@@ -70,6 +70,9 @@ static struct {
   /* Optional (drivers since CUDA 11.8): launches with attributes. NULL
    * makes launch_dependent a plain launch. */
   __typeof__(cuLaunchKernelEx) *p_cuLaunchKernelEx;
+  /* Optional (drivers since CUDA 12.0): tensor maps. NULL makes
+   * tensor_map_slots fail with a message. */
+  __typeof__(cuTensorMapEncodeTiled) *p_cuTensorMapEncodeTiled;
 } api;
 
 struct uq__pdev {
@@ -113,6 +116,8 @@ static void do_init(void) {
     UQ__CUDA_API(UQ__CUDA_SYM)
 #undef UQ__CUDA_SYM
     api.p_cuLaunchKernelEx = (__typeof__(cuLaunchKernelEx) *)dlsym(lib, UQ__STR(cuLaunchKernelEx));
+    api.p_cuTensorMapEncodeTiled = (__typeof__(cuTensorMapEncodeTiled) *)dlsym(
+        lib, UQ__STR(cuTensorMapEncodeTiled));
   }
   if (rc == 0) {
     CUresult r = api.p_cuInit(0);
@@ -281,6 +286,29 @@ static int cuda_launch_dependent(void *function, const uint32_t grid[3],
   cfg.numAttrs = 1;
   CHECK(api.p_cuLaunchKernelEx(&cfg, (CUfunction)function, args, NULL),
         "cuLaunchKernelEx");
+  return 0;
+}
+
+static int cuda_tensor_map_slots(void *map, const void *cache, int64_t rows,
+                                 int32_t kv_heads, int32_t padded_slot,
+                                 int32_t box_words, int32_t box_rows) {
+  if (api.p_cuTensorMapEncodeTiled == NULL)
+    return uq__errorf(UQ_EDEVICE, "the CUDA driver has no "
+                                  "cuTensorMapEncodeTiled (a CUDA 12 driver "
+                                  "or newer is needed for this kernel)");
+  cuuint64_t dims[3] = {(cuuint64_t)padded_slot / 4, (cuuint64_t)kv_heads,
+                        (cuuint64_t)rows};
+  cuuint64_t strides[2] = {(cuuint64_t)padded_slot,
+                           (cuuint64_t)kv_heads * (cuuint64_t)padded_slot};
+  cuuint32_t box[3] = {(cuuint32_t)box_words, 1, (cuuint32_t)box_rows};
+  cuuint32_t steps[3] = {1, 1, 1};
+  CHECK(api.p_cuTensorMapEncodeTiled(
+            (CUtensorMap *)map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3,
+            (void *)cache, dims, strides, box, steps,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled");
   return 0;
 }
 
@@ -479,6 +507,7 @@ const uq__platform uq__platform_cuda = {
     .module_function = cuda_module_function,
     .launch = cuda_launch,
     .launch_dependent = cuda_launch_dependent,
+    .tensor_map_slots = cuda_tensor_map_slots,
     .mem_alloc = cuda_mem_alloc,
     .mem_free = cuda_mem_free,
     .memcpy_h2d = cuda_memcpy_h2d,

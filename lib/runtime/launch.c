@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "lib/base/error.h"
+#include "lib/codegen/layers.h"
 #include "lib/format/format.h"
 #include "lib/runtime/context.h"
 #include "lib/runtime/launch.h"
@@ -74,6 +75,14 @@ static int prepare(uq_context *ctx, plan_cache *pc) {
   return 0;
 }
 
+/* The plan's decode key. */
+static const uq_key *decode_key(const uq_plan *plan) {
+  for (int i = 0; i < plan->num_kernels; i++)
+    if (plan->kernels[i].kind == UQ_KERNEL_DECODE)
+      return &plan->kernels[i];
+  return NULL;
+}
+
 static int check_decode_args(const uq_shape *shape, const uq_plan *plan,
                              const uq_decode_args *args, void *workspace,
                              size_t workspace_bytes) {
@@ -124,6 +133,15 @@ static int check_decode_args(const uq_shape *shape, const uq_plan *plan,
     return uq__errorf(UQ_EOVERFLOW,
                       "uq_decode: %lld blocks of %lld bytes overflow",
                       (long long)args->num_blocks, (long long)per_block);
+  /* Tensor copies address cache rows with 32-bit signed coordinates. */
+  const uq_key *dkey = decode_key(plan);
+  if (dkey != NULL && uq__warpgroup_tensor_copy(dkey) &&
+      args->num_blocks > INT32_MAX / shape->block_size)
+    return uq__errorf(UQ_EOVERFLOW,
+                      "uq_decode: %lld blocks of %d tokens: the warpgroup "
+                      "layer's tensor copies address at most 2^31 - 1 "
+                      "cache rows",
+                      (long long)args->num_blocks, (int)shape->block_size);
   return 0;
 }
 
@@ -158,6 +176,29 @@ void uq__decode_launch_params(const uq_plan *plan, const uq_shape *shape,
   rp->batch = shape->batch;
 }
 
+int uq__decode_kernel_params(const uq__platform *pf, const uq_key *key,
+                             const uq_decode_args *args,
+                             const uq_decode_params *common,
+                             uq_decode_wg_params *out) {
+  memset(out, 0, sizeof *out);
+  out->d = *common;
+  if (!uq__warpgroup_tensor_copy(key))
+    return 0;
+  if (pf->tensor_map_slots == NULL)
+    return uq__errorf(UQ_EUNSUPPORTED, "uq_decode: the %s runtime has no "
+                                       "tensor copies, which this kernel "
+                                       "needs",
+                      pf->name);
+  /* The whole cache's rows; a box is one 272-byte slot's words x the run
+   * of a chunk in one block (min(64, block_size) rows). */
+  int32_t span = key->kv_block_size < 64 ? key->kv_block_size : 64;
+  return pf->tensor_map_slots(out->tensor_map, args->kv_cache,
+                              args->num_blocks * key->kv_block_size,
+                              key->num_kv_heads, key->padded_slot,
+                              (int32_t)(uq_slot_size(key->head_dim) / 4),
+                              span);
+}
+
 /* Launches one decode: the query prologue when the rotation is not fused,
  * the decode, then the reduce. */
 static int launch_plan(const uq_context *ctx, const uq__platform *pf,
@@ -175,8 +216,12 @@ static int launch_plan(const uq_context *ctx, const uq__platform *pf,
       return rc;
   }
   /* The generated kernel's own contract (equal to plan->block_threads). */
+  uq_decode_wg_params dp;
+  rc = uq__decode_kernel_params(pf, decode_key(plan), args, &lp.decode, &dp);
+  if (rc != 0)
+    return rc;
   rc = pf->launch(pc->decode->function, plan->decode_grid,
-                  pc->decode->block_threads, &lp.decode, stream);
+                  pc->decode->block_threads, &dp, stream);
   if (rc != 0)
     return rc;
   /* Where the target has programmatic dependent launch, the reduce's

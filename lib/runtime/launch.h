@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "lib/gpu/platform.h"
 #include "templates/common/uq_abi.h"
 #include "uqjit.h"
 
@@ -22,6 +23,17 @@ typedef struct uq__decode_launch {
 void uq__decode_launch_params(const uq_plan *plan, const uq_shape *shape,
                               const uq_decode_args *args, void *workspace,
                               uq__decode_launch *out);
+
+/* The block the decode kernel of `key` is launched with: always a
+ * uq_decode_wg_params, whose leading uq_decode_params (`common`) is what
+ * the layers other than the warpgroup one read (a launch copies only the
+ * bytes the kernel declares). Where that layer copies with tensor copies
+ * (uq__warpgroup_tensor_copy) the cache's tensor map is encoded for this
+ * call's cache; UQ_EUNSUPPORTED where the platform has no tensor maps. */
+int uq__decode_kernel_params(const uq__platform *pf, const uq_key *key,
+                             const uq_decode_args *args,
+                             const uq_decode_params *common,
+                             uq_decode_wg_params *out);
 
 /* The store kernel's parameter block and grid (num_tokens, Hk, 1) for
  * arguments uq_store has validated. */

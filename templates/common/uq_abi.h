@@ -27,6 +27,22 @@ typedef struct uq_decode_params {
   int reserved;
 } uq_decode_params;
 
+/* The sm_90a warpgroup layer's block: the common one, then the cache
+ * described to the Tensor Memory Accelerator (a CUtensorMap: 128 opaque
+ * bytes, 64-byte aligned), which the host encodes for each call where the
+ * layer copies chunks with tensor copies (several kv heads with slots a
+ * multiple of 16 bytes: lib/codegen/layers.c, uq__warpgroup_tensor_copy)
+ * and leaves zero otherwise. */
+#ifdef __cplusplus
+#define UQ_ABI_ALIGN64 alignas(64)
+#else
+#define UQ_ABI_ALIGN64 _Alignas(64)
+#endif
+typedef struct uq_decode_wg_params {
+  uq_decode_params d;
+  UQ_ABI_ALIGN64 unsigned char tensor_map[128];
+} uq_decode_wg_params;
+
 typedef struct uq_reduce_params {
   const void *segm_out;
   const float *segm_max;

@@ -62,6 +62,13 @@ static_assert(UQ_SM90_SLOT == 272, "warpgroup decode layer: D=256 slots");
 /* Blocks per multiprocessor the register budget is sized for (<= 128
  * registers a thread); shared memory (42 KB a block) allows five. */
 constexpr int UQ_WG_MIN_BLOCKS = 4;
+/* Chunks come through the Tensor Memory Accelerator (sm90_chunks.hip: a
+ * bulk copy per run for one kv head, a tensor copy per run for several,
+ * issued by threads 0 .. RUNS - 1, completing on an mbarrier) wherever
+ * the slots allow, else as cp.async pieces from every thread. Without
+ * copy state in every thread the TMA paths have registers for the
+ * hoisted offsets below. */
+constexpr bool UQ_WG_TMA = UQ_SM90_BULK || UQ_SM90_TENSOR;
 /* How far (base 2) a score may pass its query's softmax reference before
  * the reference moves: weights reach 2^8 at most. */
 constexpr float UQ_WG_SLACK = 8.0f;
@@ -173,8 +180,13 @@ UQ_DEV float uq_wg_exp2(float x) {
   return r;
 }
 
-UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_NAME(uq_decode_params p) {
+/* The parameters: the common block and the cache's tensor map (set by the
+ * host where UQ_SM90_TENSOR holds), which the copies address in place
+ * (hence a grid constant). */
+UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_NAME(
+    const __grid_constant__ uq_decode_wg_params wp) {
   UQ_SHARED uq_wg_smem sm;
+  const uq_decode_params p = wp.d;
 
   uq_grid_dependents(); /* the reduce may be scheduled */
   const int tid = uq_tid();
@@ -207,7 +219,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
   auto block_of = [&](int k) { /* bulk: threads tid < RUNS only */
     const uq_u32 t = uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS);
-    if constexpr (UQ_SM90_BULK)
+    if constexpr (UQ_WG_TMA)
       return uq_sm90_bulk_block<UQ_WG_CHUNK>(bt_row, seq_len, t, tid);
     else
       return uq_sm90_load_block<UQ_WG_CHUNK>(bt_row, seq_len, t, tid);
@@ -217,14 +229,19 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
    * blk_next (none past the last chunk). Every thread calls it. */
   auto copy_chunk = [&](int k, int k_next) {
     const uq_u32 t = uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS);
-    if constexpr (UQ_SM90_BULK) {
+    if constexpr (UQ_WG_TMA) {
       if (tid < RUNS) {
-        uq_sm90_bulk_run<UQ_WG_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len, t, blk_next, tid,
-                                      &sm.full[k & 1]);
+        if constexpr (UQ_SM90_BULK)
+          uq_sm90_bulk_run<UQ_WG_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len, t, blk_next, tid,
+                                        &sm.full[k & 1]);
+        else
+          uq_sm90_tensor_run<UQ_WG_CHUNK>(sm.raw[k & 1], &wp.tensor_map, kh, seq_len, t, blk_next,
+                                          tid, &sm.full[k & 1]);
         if (k_next < nch)
           blk_next = block_of(k_next);
       }
-      uq_sm90_bulk_zero<UQ_WG_CHUNK>(sm.raw[k & 1], seq_len, t, tid);
+      if constexpr (UQ_SM90_BULK)
+        uq_sm90_bulk_zero<UQ_WG_CHUNK>(sm.raw[k & 1], seq_len, t, tid);
     } else {
       uq_sm90_copy_chunk<UQ_WG_CHUNK>(sm.raw[k & 1], p.kv_cache, kh, seq_len, t, blk_next, tid);
       uq_sm90_cp_commit();
@@ -233,17 +250,25 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     }
   };
   auto wait_chunk = [&](int k) {
-    if constexpr (UQ_SM90_BULK)
+    if constexpr (UQ_WG_TMA) {
       uq_sm90_mbar_wait(&sm.full[k & 1], (uq_u32)(k >> 1) & 1u);
-    else
+      /* A tensor copy lands whole runs: the rows past seq_len go now,
+       * before barrier A (the bulk copy zeroed them when it started). */
+      if constexpr (UQ_SM90_TENSOR)
+        uq_sm90_bulk_zero<UQ_WG_CHUNK>(sm.raw[k & 1], seq_len,
+                                       uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS), tid);
+    } else {
       uq_sm90_cp_wait<0>();
+    }
   };
   /* Chunk 0's block numbers are in flight across the barrier and, on the
    * bulk path, the query's loads: the thread issuing the copy waits for
    * them there, after its warp's query loads have gone out. */
-  if constexpr (UQ_SM90_BULK) {
+  if constexpr (UQ_WG_TMA) {
     if (tid < RUNS)
       blk_next = block_of(0);
+    if (UQ_SM90_TENSOR && tid == 0)
+      uq_sm90_tensor_prefetch(&wp.tensor_map);
     if (tid == 0) {
       uq_sm90_mbar_init(&sm.full[0], RUNS);
       uq_sm90_mbar_init(&sm.full[1], RUNS);
@@ -284,15 +309,15 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   for (int j = 0; j < 4; ++j) {
     const int n = 4 * warp + j;
     q_queue[j] = make_uint4(0u, 0u, 0u, 0u);
-    if (UQ_SM90_BULK && q_vec && n < UQ_QG)
+    if (UQ_WG_TMA && q_vec && n < UQ_QG)
       q_queue[j] = *(const uint4 *)((const uq_u16 *)p.query + q_elem0(n));
   }
-  if constexpr (UQ_SM90_BULK)
+  if constexpr (UQ_WG_TMA)
     copy_chunk(0, 1);
 #pragma unroll 1
   for (int j = 0; j < 4; ++j) {
     const int n = 4 * warp + j;
-    const uint4 w = UQ_SM90_BULK || !q_vec || n >= UQ_QG
+    const uint4 w = UQ_WG_TMA || !q_vec || n >= UQ_QG
                         ? q_queue[0]
                         : *(const uint4 *)((const uq_u16 *)p.query + q_elem0(n));
     q_queue[0] = q_queue[1];
@@ -397,7 +422,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
    * save registers. The register budget decides how many: the piecewise
    * path's copy state leaves no room, the prologue-query (q_rot) path
    * room for four (more spill there). The piecewise path keeps its own
-   * address expressions at each use (the UQ_SM90_BULK selects below):
+   * address expressions at each use (the UQ_WG_TMA selects below):
    * written through these offsets, even unhidden, it spills. */
   int o_k = tq * UQ_SM90_SLOT + uq_wg_k_word_offset(0, tig);
   int o_pv = uq_wg_pv_token(0, 2 * tig) * UQ_SM90_SLOT + voff;
@@ -406,9 +431,9 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   int o_ks = uq_wg_kscale_token(warp, lane) * UQ_SM90_SLOT + UQ_WG_KSCALE + 4 * uq_wg_kscale_half(lane);
   int o_kd = (uq_wg_kscale_half(lane) * UQ_WG_CHUNK + uq_wg_kscale_token(warp, lane)) * (int)sizeof(float4);
   int o_p = p_at;
-  if constexpr (UQ_SM90_BULK)
+  if constexpr (UQ_WG_TMA)
     asm volatile("" : "+r"(o_k), "+r"(o_pv), "+r"(o_vf), "+r"(o_kr));
-  if constexpr (UQ_SM90_BULK && UQ_FUSE_QROT)
+  if constexpr (UQ_WG_TMA && UQ_FUSE_QROT)
     asm volatile("" : "+r"(o_ks), "+r"(o_kd), "+r"(o_p));
 
 #pragma unroll 1
@@ -420,7 +445,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     /* Chunk k + 1's copy: on the bulk path its issue waits for QK's first
      * products (below), where every warp waits anyway, so that the
      * issuing warp does not hold up the others' first wgmma. */
-    if (!UQ_SM90_BULK && k + 1 < nch)
+    if (!UQ_WG_TMA && k + 1 < nch)
       copy_chunk(k + 1, k + 2);
 
     const uq_u8 *raw = sm.raw[k & 1];
@@ -443,7 +468,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
           uq_wg_vscale_lo_x2(uq_wg_vfac_pair(x0, x1, 1), lim.z, lim.w, &over1);
       return over0 || over1;
     };
-    const bool vbig = write_vfac(raw + (UQ_SM90_BULK ? o_vf : vf_t * UQ_SM90_SLOT + UQ_WG_VSCALE + vf_g),
+    const bool vbig = write_vfac(raw + (UQ_WG_TMA ? o_vf : vf_t * UQ_SM90_SLOT + UQ_WG_VSCALE + vf_g),
                                  vf_g, uq_wg_vfac_offset(vf_g, vf_k));
 
     /* ---- K scales of the warp's sixteen tokens as fp32, four a lane:
@@ -453,8 +478,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     {
       const int t = uq_wg_kscale_token(warp, lane);
       const int h = uq_wg_kscale_half(lane);
-      const uq_u32 w = *(const uq_u32 *)(raw + (UQ_SM90_BULK ? o_ks : t * UQ_SM90_SLOT + UQ_WG_KSCALE + 4 * h));
-      float4 *kd = UQ_SM90_BULK ? (float4 *)((uq_u8 *)sm.kscale + o_kd) : &sm.kscale[h][t];
+      const uq_u32 w = *(const uq_u32 *)(raw + (UQ_WG_TMA ? o_ks : t * UQ_SM90_SLOT + UQ_WG_KSCALE + 4 * h));
+      float4 *kd = UQ_WG_TMA ? (float4 *)((uq_u8 *)sm.kscale + o_kd) : &sm.kscale[h][t];
       *kd = make_float4(uq_bits_f32(uq_wg_kscale_bits(w, 0)), uq_bits_f32(uq_wg_kscale_bits(w, 1)),
                         uq_bits_f32(uq_wg_kscale_bits(w, 2)), uq_bits_f32(uq_wg_kscale_bits(w, 3)));
       __syncwarp();
@@ -466,8 +491,8 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
     for (int e = 0; e < 8; ++e)
       s[e] = 0.0f;
     {
-      const uq_u8 *k0 = raw + (UQ_SM90_BULK ? o_k : tq * UQ_SM90_SLOT);
-      const int k_tig = UQ_SM90_BULK ? 0 : tig; /* the rest of o_k */
+      const uq_u8 *k0 = raw + (UQ_WG_TMA ? o_k : tq * UQ_SM90_SLOT);
+      const int k_tig = UQ_WG_TMA ? 0 : tig; /* the rest of o_k */
       const uq_u8 *k1 = k0 + 8 * UQ_SM90_SLOT;
       uq_u32 a[2][2][4];   /* [set][group of the pair][register] */
       float c[2][2][8];
@@ -493,7 +518,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         uq_wg_hold(a[set][0]);
         uq_wg_hold(a[set][1]);
         /* groups g0, g0 + 1 (g0 even) are in one half of the table */
-        const float4 *kr = UQ_SM90_BULK ? (const float4 *)((const uq_u8 *)sm.kscale[g0 >> 2] + o_kr)
+        const float4 *kr = UQ_WG_TMA ? (const float4 *)((const uq_u8 *)sm.kscale[g0 >> 2] + o_kr)
                                         : &sm.kscale[g0 >> 2][tq];
         const float4 ka = kr[0];
         const float4 kb = kr[8];
@@ -517,7 +542,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       launch(0, 0);
       convert(1, 2);
       launch(1, 2);
-      if (UQ_SM90_BULK && k + 1 < nch)
+      if (UQ_WG_TMA && k + 1 < nch)
         copy_chunk(k + 1, k + 2);
       uq_wg_wait<1>();
       accumulate(0, 0);
@@ -583,7 +608,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
         /* The sums keep the unrounded fp32 p; PV takes p in bf16. */
         p_sum[i] = p0 + p1;
         const int n_off = 16 * (i & 1) + UQ_WG_SBO * (i >> 1);
-        *(uq_u32 *)(sm.pt + (UQ_SM90_BULK ? o_p : p_at) + n_off) = uq_wg_bf16x2(p1, p0);
+        *(uq_u32 *)(sm.pt + (UQ_WG_TMA ? o_p : p_at) + n_off) = uq_wg_bf16x2(p1, p0);
       }
       uq_wg_fence_async();
     };
@@ -674,7 +699,7 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       auto convert = [&](int set, int ks) {
         /* V words of K indices 2 tig, + 1, + 8, + 9 */
         const uq_u8 *ra, *rb, *rc, *rd;
-        if constexpr (UQ_SM90_BULK) {
+        if constexpr (UQ_WG_TMA) {
           ra = raw + o_pv + uq_wg_pv_step(ks, 0) * UQ_SM90_SLOT;
           rb = raw + o_pv + uq_wg_pv_step(ks, 1) * UQ_SM90_SLOT;
           rc = raw + o_pv + uq_wg_pv_step(ks, 2) * UQ_SM90_SLOT;

@@ -224,6 +224,54 @@ UQ_DEV void uq_sm90_bulk_run(uq_u8 *dst, const uq_u8 *kv, int kh, uq_u32 seq_len
                  : "memory");
 }
 
+/* Tensor copies (cp.async.bulk.tensor), for the warpgroup layer where a
+ * kv head's slots are not one range (several kv heads: a token's heads
+ * sit side by side, so one head's slots are ROW_STRIDE bytes apart): the
+ * host describes the cache to the Tensor Memory Accelerator as a 3-D
+ * tensor of 32-bit words (slot word, kv head, cache row; strides
+ * padded_slot and ROW_STRIDE bytes, which must be multiples of 16) and
+ * passes that map in the kernel's parameters (uq_decode_wg_params); a box
+ * of 68 words x 1 head x SPAN rows is one run of a chunk, landing dense
+ * (272 bytes a slot) as the other copies do. One instruction from one
+ * thread per run, completion in bytes on the chunk's mbarrier, as for the
+ * bulk copies. A box always lands whole, so the rows of a partial chunk
+ * past seq_len (stale slots of the run's block) are read too and zeroed
+ * after the wait (uq_sm90_bulk_zero); runs with no token below seq_len
+ * are not copied. */
+constexpr bool UQ_SM90_TENSOR = !UQ_SM90_BULK && UQ_PADDED_SLOT % 16 == 0;
+
+/* Lets the first tensor copy find the map's descriptor cached. */
+UQ_DEV void uq_sm90_tensor_prefetch(const void *map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
+
+/* Starts the tensor copy of the run of thread tid < RUNS of the chunk at
+ * token `base` (below seq_len) of kv head kh into `dst`, completing on
+ * `bar` (initialised for RUNS arrivals); `blk` is the thread's
+ * uq_sm90_bulk_block. Only those threads call it; the chunk's previous
+ * contents must no longer be read (a block barrier since). */
+template <int CHUNK>
+UQ_DEV void uq_sm90_tensor_run(uq_u8 *dst, const void *map, int kh, uq_u32 seq_len, uq_u32 base,
+                               int blk, int tid, uq_u64 *bar) {
+  static_assert(UQ_SM90_TENSOR, "sm90 tensor copy: slots must be 16-byte aligned");
+  using run = uq_sm90_run<CHUNK>;
+  const uq_u32 live = seq_len - base < (uq_u32)CHUNK ? seq_len - base : (uq_u32)CHUNK;
+  const uq_u32 first = base + (uq_u32)(tid * run::SPAN);
+  const bool any = live > (uq_u32)(tid * run::SPAN);
+  /* The host keeps every cache row below 2^31 (a 32-bit coordinate). */
+  const int row = blk * UQ_BLOCK_SIZE + (int)(first % UQ_BLOCK_SIZE);
+  const uq_u32 b = uq_sm90_saddr(bar);
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b),
+               "r"(any ? (uq_u32)(run::SPAN * UQ_SM90_SLOT) : 0u)
+               : "memory");
+  if (any)
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(uq_sm90_saddr(dst + tid * run::SPAN * UQ_SM90_SLOT)),
+                 "l"(map), "r"(0), "r"(kh), "r"(row), "r"(b)
+                 : "memory");
+}
+
 /* The rest of that chunk past seq_len, zeroed with plain stores by every
  * thread (as the piecewise copy zero-fills it); nothing where the chunk
  * is full (uniform: only a partition's last chunk can be partial). */

@@ -13,9 +13,9 @@
 #include <time.h>
 
 #include "tests/runtime/gpu_common.h"
-#include "lib/runtime/context.h"
 #include "lib/gpu/platform.h"
-#include "templates/common/uq_abi.h"
+#include "lib/runtime/context.h"
+#include "lib/runtime/launch.h"
 
 static uq_context *ctx;
 
@@ -203,21 +203,27 @@ static void decode_host_overhead_on_a_hit_is_small(void **st) {
   assert_int_equal(uq__context_device(ctx, &pf, &dev), 0);
   assert_int_equal(pf->make_current(dev), 0);
   unsigned char *ws = p.d_ws;
-  uq_decode_params dp;
-  memset(&dp, 0, sizeof dp);
-  dp.query = p.d_args.query;
-  dp.kv_cache = p.d_args.kv_cache;
-  dp.block_table = p.d_args.block_table;
-  dp.seq_lens = p.d_args.seq_lens;
-  dp.segm_out = ws + plan.ws_segm_out;
-  dp.segm_max = (float *)(ws + plan.ws_segm_max);
-  dp.segm_sum = (float *)(ws + plan.ws_segm_sum);
-  dp.batch = p.shape.batch;
+  uq_decode_params common;
+  memset(&common, 0, sizeof common);
+  common.query = p.d_args.query;
+  common.kv_cache = p.d_args.kv_cache;
+  common.block_table = p.d_args.block_table;
+  common.seq_lens = p.d_args.seq_lens;
+  common.segm_out = ws + plan.ws_segm_out;
+  common.segm_max = (float *)(ws + plan.ws_segm_max);
+  common.segm_sum = (float *)(ws + plan.ws_segm_sum);
+  common.batch = p.shape.batch;
+  /* The block every decode kernel is launched with (the warpgroup layer's
+   * carries the cache's tensor map where it uses one). */
+  uq_decode_wg_params dp;
+  assert_int_equal(uq__decode_kernel_params(pf, &plan.kernels[0], &p.d_args,
+                                            &common, &dp),
+                   0);
   uq_reduce_params rp;
   memset(&rp, 0, sizeof rp);
-  rp.segm_out = dp.segm_out;
-  rp.segm_max = dp.segm_max;
-  rp.segm_sum = dp.segm_sum;
+  rp.segm_out = common.segm_out;
+  rp.segm_max = common.segm_max;
+  rp.segm_sum = common.segm_sum;
   rp.out = p.d_args.out;
   rp.batch = p.shape.batch;
   double raw = 1e9;
