@@ -41,23 +41,24 @@ static int fake_tensor_map(void *map, const void *cache, int64_t rows,
   return seen.fail ? UQ_EDEVICE : 0;
 }
 
+/* The decode key the warpgroup layer's plan names for B 4, query groups
+ * of 8, head_dim 256 and 4096-token windows. */
 static uq_key warpgroup_key(int hk, int block_size, int padded_slot) {
-  uq_key k;
-  memset(&k, 0, sizeof k);
-  k.kind = UQ_KERNEL_DECODE;
-  k.dtype = UQ_DTYPE_BF16;
-  k.head_dim = 256;
-  k.num_kv_heads = hk;
-  k.num_partitions = 8;
-  k.max_blocks_per_seq = 4096 / block_size;
-  k.query_group_size = 8;
-  k.kv_block_size = block_size;
-  k.padded_slot = padded_slot;
-  k.fuse_qrot = 1;
-  k.tile_groups_per_partition = 2;
-  k.variant = UQ_VARIANT_WARPGROUP;
-  snprintf(k.target, sizeof k.target, "sm_90a");
-  return k;
+  uq_shape s;
+  uq_shape_init(&s);
+  s.batch = 4;
+  s.num_q_heads = 8 * hk;
+  s.num_kv_heads = hk;
+  s.head_dim = 256;
+  s.block_size = block_size;
+  s.max_blocks_per_seq = 4096 / block_size;
+  s.padded_slot = padded_slot;
+  uq_plan p;
+  assert_int_equal(uq_plan_make_variant(&s, "sm_90a", "warpgroup", &p), 0);
+  assert_true(p.eligible);
+  assert_int_equal(p.kernels[0].kind, UQ_KERNEL_DECODE);
+  assert_int_equal(p.kernels[0].variant, UQ_VARIANT_WARPGROUP);
+  return p.kernels[0];
 }
 
 static void block_layout_is_the_kernels(void **state) {
