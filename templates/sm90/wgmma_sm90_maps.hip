@@ -120,9 +120,10 @@ UQ_DEV void uq_wg_fp4x8x2_bf16s(uq_u32 x, uq_u32 y, uq_u32 r[8]) {
 /* The V scale factors. A group's values come from uq_wg_fp4x8x2_bf16s as
  * v * 2^-126 and are multiplied by one bf16 factor per token before PV.
  * The whole range of scale bytes (1..254) does not fit one bf16 factor
- * 2^(byte - 1), so each V group g of a block carries a limit L_g >= 128
- * (the largest byte seen in that group, at least 128) and PV computes
- * the group's output divided by 2^(L_g - 128): the factor of a byte b <=
+ * 2^(byte - 1), so each V group g of a block carries a limit L_g (the
+ * largest byte seen in that group, at least UQ_WG_VLIM_MIN) and PV
+ * computes the group's output divided by 2^(L_g - 128): the factor of a
+ * byte b <=
  * L_g is
  *   lo(b, L) = 2^(b - 1 - (L - 128)),  bf16 exponent field b + 254 - L,
  * which lies in [0, 254] for every b in 0..L (L <= 254), so the factor is
@@ -139,7 +140,14 @@ UQ_DEV void uq_wg_fp4x8x2_bf16s(uq_u32 x, uq_u32 y, uq_u32 r[8]) {
 #if !UQ_MMA_SUBNORMAL_OPERANDS
 #error "wgmma_sm90_maps.hip: the V factors assume the shift conversions (v * 2^-126)"
 #endif
-constexpr uq_u32 UQ_WG_VLIM_MIN = 128u; /* a group's limit before any byte over it */
+/* A group's limit before any byte over it: 136, groups up to 6 x 2^9 in
+ * magnitude. Served V rows often have groups past 12 (byte 128) and
+ * rarely past 3000, so they never take the raise, whose extra barriers
+ * cost 1-4% at short context on the H200 against a start at 128
+ * (docs/BENCHMARKS-LOG.md, 2026-12-04). Under it every byte from 16 up is
+ * exact; smaller ones (groups under 2^-111) round in bf16's subnormal
+ * range by less than 2^-133. */
+constexpr uq_u32 UQ_WG_VLIM_MIN = 136u;
 constexpr uq_u32 UQ_WG_VLIM_MAX = 254u; /* the largest byte the encoder writes */
 
 /* lo of one byte a under limit lim (a <= lim; a larger byte is taken as
