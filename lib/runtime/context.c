@@ -24,8 +24,8 @@ void uq_context_options_init(uq_context_options *opts) {
 
 /* Loads the key's code object on the context's device. */
 static int build_kernel(uq_context *ctx, uq__table *t, uq__entry *e) {
-  const uq__platform *pf;
-  uq__pdev *dev;
+  const uq__platform *pf = NULL;
+  uq__pdev *dev = NULL;
   int rc = uq__context_device(ctx, &pf, &dev);
   if (rc != 0)
     return rc;
