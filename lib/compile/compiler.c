@@ -283,9 +283,9 @@ int uq__compiler_split(char *buf, const char **argv, int max) {
   return n;
 }
 
-int uq__compiler_compile(const uq__compiler *cc, const char *target,
-                         const char *src, size_t len, const char *name,
-                         void **obj, size_t *obj_len) {
+/* What a compile's arguments must satisfy for `cc`; 0 or the error. */
+static int check_compile_args(const uq__compiler *cc, const char *target,
+                              const char *src, void **obj, size_t *obj_len) {
   if (cc == NULL || src == NULL || obj == NULL || obj_len == NULL)
     return uq__errorf(UQ_EINVAL, "uq__compiler_compile: NULL argument");
   int fam = target_family(target);
@@ -295,14 +295,40 @@ int uq__compiler_compile(const uq__compiler *cc, const char *target,
   if ((fam == 'N') != (cc->route == UQ__ROUTE_NVRTC))
     return uq__errorf(UQ_EINVAL, "%s cannot compile for %s", cc->identity,
                       target);
-  if (cc->route == UQ__ROUTE_HIPRTC) {
-    int status = check_hiprtc_serves(cc, target);
-    if (status != 0)
-      return status;
-  }
+  if (cc->route == UQ__ROUTE_HIPRTC)
+    return check_hiprtc_serves(cc, target);
+  return 0;
+}
+
+int uq__compiler_compile(const uq__compiler *cc, const char *target,
+                         const char *src, size_t len, const char *name,
+                         void **obj, size_t *obj_len) {
+  int status = check_compile_args(cc, target, src, obj, obj_len);
+  if (status != 0)
+    return status;
   if (name == NULL || name[0] == '\0')
     name = "uqjit_kernel";
   *obj = NULL;
   *obj_len = 0;
   return cc->compile(cc, target, src, len, name, obj, obj_len);
+}
+
+int uq__compiler_compile_log(const uq__compiler *cc, const char *target,
+                             const char *src, size_t len, const char *name,
+                             const char *extra, void **obj, size_t *obj_len,
+                             char **log) {
+  int status = check_compile_args(cc, target, src, obj, obj_len);
+  if (status != 0)
+    return status;
+  if (log == NULL)
+    return uq__errorf(UQ_EINVAL, "uq__compiler_compile_log: NULL log");
+  if (cc->compile_log == NULL)
+    return uq__errorf(UQ_EINVAL, "%s hands back no compile log",
+                      cc->identity);
+  if (name == NULL || name[0] == '\0')
+    name = "uqjit_kernel";
+  *obj = NULL;
+  *obj_len = 0;
+  *log = NULL;
+  return cc->compile_log(cc, target, src, len, name, extra, obj, obj_len, log);
 }

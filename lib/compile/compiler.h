@@ -40,4 +40,15 @@ int uq__compiler_compile(const uq__compiler *cc, const char *target,
                          const char *src, size_t len, const char *name,
                          void **obj, size_t *obj_len);
 
+/* uq__compiler_compile with `extra` options after the compiler's own (not
+ * part of any cache key: the caller keeps the code to itself) and the
+ * compiler's log in *log (caller frees with uq__free; "" when it wrote
+ * none), for tests and tools that read what the compiler says about a
+ * kernel (NVRTC with "--ptxas-options=-v": ptxas's resources and
+ * performance notes). NVRTC only: UQ_EINVAL for other compilers. */
+int uq__compiler_compile_log(const uq__compiler *cc, const char *target,
+                             const char *src, size_t len, const char *name,
+                             const char *extra, void **obj, size_t *obj_len,
+                             char **log);
+
 #endif

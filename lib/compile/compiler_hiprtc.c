@@ -36,8 +36,8 @@ static int hiprtc_compile(const uq__compiler *cc, const char *target,
    * concurrently. */
   pthread_mutex_t *serial =
       cc->rocm5 ? (pthread_mutex_t *)&cc->compile_lock : NULL;
-  return uq__rtc_compile(cc, &hiprtc, serial, target, src, len, name, obj,
-                         obj_len);
+  return uq__rtc_compile(cc, &hiprtc, serial, target, src, len, name, NULL,
+                         obj, obj_len, NULL);
 }
 
 int uq__hiprtc_load(uq__compiler *cc) {

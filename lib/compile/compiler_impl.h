@@ -48,6 +48,12 @@ struct uq__compiler {
                   size_t n);
   int (*compile)(const uq__compiler *cc, const char *target, const char *src,
                  size_t len, const char *name, void **obj, size_t *obj_len);
+  /* `compile` with extra options, keeping the compiler's log; NULL where
+   * the backend has none to give (uq__compiler_compile_log). */
+  int (*compile_log)(const uq__compiler *cc, const char *target,
+                     const char *src, size_t len, const char *name,
+                     const char *extra, void **obj, size_t *obj_len,
+                     char **log);
   uq__rtc_api api;     /* NVRTC / hipRTC entry points */
   int rocm5;           /* hipRTC embedded in libamdhip64 (ROCm 5): limited targets */
   pthread_mutex_t lock;         /* guards `interned` */
@@ -67,13 +73,16 @@ int uq__clang_load(uq__compiler *cc);
 /* The shared part of the NVRTC and hipRTC backends. uq__rtc_load opens the
  * library, fills cc->location and cc->api and returns the version it
  * reports. uq__rtc_compile is a backend's `compile` with cc->options as the
- * options; `serial` (or NULL) is held around the program's whole life. */
+ * options, then `extra` (or NULL); `serial` (or NULL) is held around the
+ * program's whole life; on success the log goes to *log_out (caller frees)
+ * unless log_out is NULL. */
 int uq__rtc_load(uq__compiler *cc, const uq__rtc_desc *d, int *major,
                  int *minor);
 int uq__rtc_compile(const uq__compiler *cc, const uq__rtc_desc *d,
                     pthread_mutex_t *serial, const char *target,
-                    const char *src, size_t len, const char *name, void **obj,
-                    size_t *obj_len);
+                    const char *src, size_t len, const char *name,
+                    const char *extra, void **obj, size_t *obj_len,
+                    char **log_out);
 
 /* Splits an options string into argv (at most `max` entries) inside `buf`. */
 int uq__compiler_split(char *buf, const char **argv, int max);

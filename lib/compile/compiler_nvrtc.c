@@ -39,8 +39,18 @@ static const uq__rtc_desc nvrtc = {
 static int nvrtc_compile(const uq__compiler *cc, const char *target,
                          const char *src, size_t len, const char *name,
                          void **obj, size_t *obj_len) {
-  return uq__rtc_compile(cc, &nvrtc, NULL, target, src, len, name, obj,
-                         obj_len);
+  return uq__rtc_compile(cc, &nvrtc, NULL, target, src, len, name, NULL, obj,
+                         obj_len, NULL);
+}
+
+/* The same compile with `extra` options after the usual ones, handing back
+ * NVRTC's log (ptxas's notes with "--ptxas-options=-v"). */
+static int nvrtc_compile_log(const uq__compiler *cc, const char *target,
+                             const char *src, size_t len, const char *name,
+                             const char *extra, void **obj, size_t *obj_len,
+                             char **log) {
+  return uq__rtc_compile(cc, &nvrtc, NULL, target, src, len, name, extra, obj,
+                         obj_len, log);
 }
 
 int uq__nvrtc_load(uq__compiler *cc) {
@@ -56,6 +66,7 @@ int uq__nvrtc_load(uq__compiler *cc) {
            minor, base != NULL ? base + 1 : cc->location);
   cc->options = nvrtc_options;
   cc->compile = nvrtc_compile;
+  cc->compile_log = nvrtc_compile_log;
   return 0;
 }
 

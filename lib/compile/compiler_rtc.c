@@ -62,13 +62,14 @@ int uq__rtc_load(uq__compiler *cc, const uq__rtc_desc *d, int *major,
 
 int uq__rtc_compile(const uq__compiler *cc, const uq__rtc_desc *d,
                     pthread_mutex_t *serial, const char *target,
-                    const char *src, size_t len, const char *name, void **obj,
-                    size_t *obj_len) {
+                    const char *src, size_t len, const char *name,
+                    const char *extra, void **obj, size_t *obj_len,
+                    char **log_out) {
   int status = 0;
   void *prog = NULL;
   char *text = NULL, *log = NULL, *code = NULL;
-  char opts[UQ__OPTIONS_MAX], prog_name[256];
-  const char *argv[16];
+  char opts[2 * UQ__OPTIONS_MAX], prog_name[256];
+  const char *argv[24];
   const uq__rtc_api *api = &cc->api;
   int locked = 0;
 
@@ -82,8 +83,17 @@ int uq__rtc_compile(const uq__compiler *cc, const uq__rtc_desc *d,
   memcpy(text, src, len);
   text[len] = '\0';
   snprintf(prog_name, sizeof prog_name, "%s%s", name, d->source_ext);
-  cc->options(cc, target, opts, sizeof opts);
-  int argc = uq__compiler_split(opts, argv, 16);
+  cc->options(cc, target, opts, UQ__OPTIONS_MAX);
+  if (extra != NULL && extra[0] != '\0') {
+    size_t used = strlen(opts);
+    if (used + 1 + strlen(extra) >= sizeof opts) {
+      status = uq__errorf(UQ_EINVAL, "compiler options too long: '%s %s'",
+                          opts, extra);
+      goto cleanup;
+    }
+    snprintf(opts + used, sizeof opts - used, " %s", extra);
+  }
+  int argc = uq__compiler_split(opts, argv, 24);
 
   if (serial != NULL)
     pthread_mutex_lock(serial);
@@ -131,6 +141,18 @@ int uq__rtc_compile(const uq__compiler *cc, const uq__rtc_desc *d,
     status = uq__errorf(UQ_ECOMPILE, "%s%s failed: %s", d->prefix, d->code,
                         errstr(api, r));
     goto cleanup;
+  }
+  if (log_out != NULL && log == NULL) {
+    log = uq__malloc(1);
+    if (log == NULL) {
+      status = uq__errorf(UQ_ENOMEM, "out of memory for a compiler log");
+      goto cleanup;
+    }
+    log[0] = '\0';
+  }
+  if (log_out != NULL) {
+    *log_out = log;
+    log = NULL;
   }
   *obj = code;
   *obj_len = size;

@@ -151,6 +151,73 @@ static void nvrtc_cubin_reports_static_shared_memory(void **state) {
   uq__free(obj);
 }
 
+/* The log entry point: NVRTC with ptxas's report asked for gives a log
+ * that names the registers the cubin's own metadata gives; no extra
+ * options give the same code with NVRTC's (possibly empty) log; options
+ * past the buffer and a compiler without a log are refused. */
+static void nvrtc_compile_log_gives_ptxas_report(void **state) {
+  (void)state;
+  const uq__compiler *cc = want("sm_90a", UQ__ROUTE_NVRTC);
+  void *obj = NULL;
+  size_t len = 0;
+  char *log = NULL;
+  int rc = uq__compiler_compile_log(cc, "sm_90a", nvrtc_src, strlen(nvrtc_src), "uq_test",
+                                    "--ptxas-options=-v", &obj, &len, &log);
+  if (rc != 0)
+    print_message("%s\n", uq_last_error());
+  assert_int_equal(rc, 0);
+  assert_elf(obj, len, EM_CUDA);
+  assert_non_null(log);
+  uq_code_info info;
+  assert_int_equal(uq__code_info_from_object("sm_90a", obj, len, &info), 0);
+  const char *used = strstr(log, "Used ");
+  assert_non_null(used);
+  int registers = -1;
+  assert_int_equal(sscanf(used, "Used %d registers", &registers), 1);
+  assert_int_equal(registers, info.registers);
+  uq__free(obj);
+  uq__free(log);
+
+  obj = NULL;
+  log = NULL;
+  assert_int_equal(uq__compiler_compile_log(cc, "sm_90a", nvrtc_src, strlen(nvrtc_src),
+                                            "uq_test", NULL, &obj, &len, &log),
+                   0);
+  assert_non_null(obj);
+  assert_non_null(log);
+  assert_null(strstr(log, "Used "));
+  uq__free(obj);
+  uq__free(log);
+
+  char extra[600];
+  memset(extra, 'x', sizeof extra - 1);
+  extra[sizeof extra - 1] = '\0';
+  obj = NULL;
+  log = NULL;
+  assert_int_equal(uq__compiler_compile_log(cc, "sm_90a", nvrtc_src, strlen(nvrtc_src),
+                                            "uq_test", extra, &obj, &len, &log),
+                   UQ_EINVAL);
+  assert_null(obj);
+  assert_null(log);
+  assert_int_equal(uq__compiler_compile_log(cc, "sm_90a", nvrtc_src, strlen(nvrtc_src),
+                                            "uq_test", NULL, &obj, &len, NULL),
+                   UQ_EINVAL);
+}
+
+static void clang_has_no_compile_log(void **state) {
+  (void)state;
+  const uq__compiler *cc = want("gfx950", UQ__ROUTE_CLANG);
+  void *obj = NULL;
+  size_t len = 0;
+  char *log = NULL;
+  assert_int_equal(uq__compiler_compile_log(cc, "gfx950", clang_src, strlen(clang_src),
+                                            "uq_test", NULL, &obj, &len, &log),
+                   UQ_EINVAL);
+  assert_non_null(strstr(uq_last_error(), "no compile log"));
+  assert_null(obj);
+  assert_null(log);
+}
+
 static void clang_compiles_gfx950_and_gfx942_code_objects(void **state) {
   (void)state;
   static const struct {
@@ -504,6 +571,8 @@ int main(void) {
       cmocka_unit_test_setup(nvrtc_compiles_sm90_to_a_cubin_with_register_count, setup),
       cmocka_unit_test_setup(nvrtc_sm90a_cubin_reports_the_arch_specific_isa, setup),
       cmocka_unit_test_setup(nvrtc_cubin_reports_static_shared_memory, setup),
+      cmocka_unit_test_setup(nvrtc_compile_log_gives_ptxas_report, setup),
+      cmocka_unit_test_setup(clang_has_no_compile_log, setup),
       cmocka_unit_test_setup(clang_compiles_gfx950_and_gfx942_code_objects, setup),
       cmocka_unit_test_setup(hiprtc_compiles_gfx90a_by_default, setup),
       cmocka_unit_test_setup(gfx950_is_never_routed_to_hiprtc_by_default, setup),

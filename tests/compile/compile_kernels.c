@@ -5,7 +5,9 @@
  * plus the reduce, prologue and store kernels; sm_90 and gfx950 also with
  * the matrix layer, sm_90a with a smaller set of warpgroup-layer keys. gfx950 objects
  * must use no scratch, and warpgroup-layer decode kernels neither spill
- * nor pass 128 registers. Targets whose compiler is missing are reported
+ * nor pass 128 registers; for them ptxas's own report (NVRTC's log) must
+ * give the registers read from the cubin, and its note that a kernel's
+ * wgmma are serialized is listed. Targets whose compiler is missing are reported
  * and left out; with none at all the program exits 77 (SKIP). Two worker
  * threads: the machine is small. */
 #include <setjmp.h>
@@ -40,6 +42,8 @@ typedef struct job {
   int scratch; /* -1 unknown */
   int lds;
   int registers;
+  int ptxas_registers;  /* warpgroup decode: "Used N registers" in NVRTC's log, -1 none */
+  int wgmma_serialized; /* ... and ptxas's note C7512 */
   char log[512];
 } job;
 
@@ -75,6 +79,7 @@ static void add(const uq_key *k, const uq__compiler *cc) {
   jobs[njobs].scratch = -1;
   jobs[njobs].lds = -1;
   jobs[njobs].registers = -1;
+  jobs[njobs].ptxas_registers = -1;
   njobs++;
 }
 
@@ -237,9 +242,28 @@ static void run_job(job *j) {
     rc = uq__gen_symbol(&j->key, name, sizeof name) > 0 ? 0 : UQ_EINVAL;
   void *obj = NULL;
   size_t len = 0;
-  if (rc == 0)
+  /* Warpgroup decode kernels are compiled with ptxas's report in the log:
+   * its register count must be the one read back from the cubin, and its
+   * note C7512 (every wgmma of the kernel serialized: too few registers
+   * for the accumulators in flight, which takes away the overlap of
+   * dequantization and tensor-core work the layer is built on, and shows
+   * nowhere else) is listed. */
+  const int wg = j->key.kind == UQ_KERNEL_DECODE && j->key.variant == UQ_VARIANT_WARPGROUP;
+  if (rc == 0 && wg) {
+    char *log = NULL;
+    rc = uq__compiler_compile_log(j->cc, j->key.target, src.data, src.len, name,
+                                  "--ptxas-options=-v", &obj, &len, &log);
+    if (rc == 0) {
+      const char *used = strstr(log, "Used ");
+      if (used == NULL || sscanf(used, "Used %d registers", &j->ptxas_registers) != 1)
+        j->ptxas_registers = -1;
+      j->wgmma_serialized = strstr(log, "C7512") != NULL;
+    }
+    uq__free(log);
+  } else if (rc == 0) {
     rc = uq__compiler_compile(j->cc, j->key.target, src.data, src.len, name,
                               &obj, &len);
+  }
   j->seconds = now() - t0;
   j->status = rc;
   if (rc != 0) {
@@ -334,6 +358,16 @@ static void every_kernel_compiles_for_every_target(void **state) {
       failed++;
       print_error("%s spills or exceeds 128 registers: %d registers, %d bytes of stack\n",
                   name, j->registers, j->scratch);
+    }
+    if (j->key.kind == UQ_KERNEL_DECODE && j->key.variant == UQ_VARIANT_WARPGROUP) {
+      if (j->ptxas_registers < 0 || j->ptxas_registers != j->registers) {
+        failed++;
+        print_error("%s: ptxas reports %d registers (-1: no report in NVRTC's log), the "
+                    "cubin %d\n",
+                    name, j->ptxas_registers, j->registers);
+      }
+      if (j->wgmma_serialized)
+        print_message("note: %s: ptxas serializes its wgmma (C7512)\n", name);
     }
   }
   const char *seen[8];
