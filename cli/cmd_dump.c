@@ -35,9 +35,16 @@ static void dump_usage(FILE *out) {
           "inner\n"
           "loop) and the occupancy the resources allow on CDNA (waves per "
           "SIMD and\n"
-          "per CU). Without a disassembler the source and the resource usage "
-          "are\n"
-          "still printed, with a note on stderr.\n\n"
+          "per CU); for NVIDIA decode kernels the chunk loop's static counts "
+          "by\n"
+          "opcode (the narrowest loop holding every tensor-core instruction: "
+          "its body,\n"
+          "and its fast path, every forward branch inside it taken), with warp\n"
+          "instructions per token and kv head for the warpgroup layer. "
+          "Without a\n"
+          "disassembler the source and the resource usage are still printed, "
+          "with a\n"
+          "note on stderr.\n\n"
           "shape options:\n");
   cli_shape_help(out);
   fprintf(out,
@@ -55,7 +62,8 @@ static void dump_usage(FILE *out) {
           "  --json                     with --isa: a JSON array, one object "
           "per kernel\n"
           "                             (resources, occupancy, instruction "
-          "mix), nothing else\n"
+          "mix or\n"
+          "                             chunk loop), nothing else\n"
           "  --cache-dir D              cache directory for --isa (default: "
           "UQJIT_CACHE_DIR,\n"
           "                             XDG_CACHE_HOME/uqjit, "
@@ -234,6 +242,67 @@ static void print_isa_mix(const char *target, const char *text,
   printf("%d waves/CU (one wave64 a workgroup)\n", o.waves_cu);
 }
 
+/* ---- --isa on NVIDIA decode kernels: the chunk loop ---- */
+
+/* Warp instructions per token and kv head on the fast path where the
+ * layer's split is known: the warpgroup layer's four warps share a
+ * 64-token chunk, so a warp's pass stands for 16 tokens; -1 elsewhere. */
+static double sass_per_token(const uq_key *key, const uq_sass_loop *l) {
+  if (key->variant != UQ_VARIANT_WARPGROUP || !l->path_complete)
+    return -1;
+  return (double)l->path_total / 16.0;
+}
+
+static void print_sass_loop(const uq_key *key, const char *text) {
+  uq_sass_loop l;
+  if (uq_code_sass_loop(text, &l) != 0) {
+    printf("// ---- chunk loop: unavailable (%s) ----\n", uq_last_error());
+    return;
+  }
+  printf("// ---- chunk loop (static SASS counts, per warp and pass) ----\n");
+  if (!l.found) {
+    printf("  loop       none (no backward branch)\n");
+    return;
+  }
+  printf("  loop       0x%llx .. 0x%llx: %d instructions\n", (unsigned long long)l.begin,
+         (unsigned long long)l.end, (int)l.body_total);
+  printf("  fast path  %d instructions%s (every forward branch inside the loop "
+         "taken)\n",
+         (int)l.path_total, l.path_complete ? "" : " up to a branch out of the loop");
+  double t = sass_per_token(key, &l);
+  if (t >= 0)
+    printf("  per token  %.1f warp instructions per token and kv head on the fast "
+           "path (a warp's 16 tokens of a 64-token chunk)\n",
+           t);
+  printf("  opcodes    fast path (loop body):");
+  for (int i = 0; i < l.n_ops; i++)
+    printf("%s %s %d (%d)", i % 6 == 0 ? (i ? "\n            " : "") : ",", l.ops[i].name,
+           (int)l.ops[i].path, (int)l.ops[i].body);
+  if (l.other_body > 0)
+    printf(", others %d (%d)", (int)l.other_path, (int)l.other_body);
+  printf("\n");
+}
+
+static void print_sass_loop_json(const uq_key *key, const char *text) {
+  uq_sass_loop l;
+  if (uq_code_sass_loop(text, &l) != 0 || !l.found)
+    return;
+  printf(", \"loop\": {\"begin\": %llu, \"end\": %llu, \"body\": %d, \"path\": %d, "
+         "\"path_complete\": %s",
+         (unsigned long long)l.begin, (unsigned long long)l.end, (int)l.body_total,
+         (int)l.path_total, l.path_complete ? "true" : "false");
+  double t = sass_per_token(key, &l);
+  if (t >= 0)
+    printf(", \"path_per_token\": %.4f", t);
+  else
+    printf(", \"path_per_token\": null");
+  printf(", \"ops\": {");
+  for (int i = 0; i < l.n_ops; i++)
+    printf("%s\"%s\": [%d, %d]", i ? ", " : "", l.ops[i].name, (int)l.ops[i].path,
+           (int)l.ops[i].body);
+  printf("}}");
+}
+
 /* One kernel as a JSON object (dump --isa --json). */
 static void print_isa_json(const char *name, const uq_key *key,
                            const char *text, const uq_code_info *info,
@@ -263,6 +332,8 @@ static void print_isa_json(const char *name, const uq_key *key,
              (int)m.kernel[c]);
     printf("}");
   }
+  if (text != NULL && is_nvidia(key->target) && key->kind == UQ_KERNEL_DECODE)
+    print_sass_loop_json(key, text);
   printf("}");
 }
 
@@ -332,6 +403,8 @@ static int dump_isa(dump_state *st, const uq_key *key, const char *name) {
     if (text != NULL && !is_nvidia(key->target) &&
         key->kind == UQ_KERNEL_DECODE)
       print_isa_mix(key->target, text, &info);
+    if (text != NULL && is_nvidia(key->target) && key->kind == UQ_KERNEL_DECODE)
+      print_sass_loop(key, text);
   }
   uq_free(text);
   uq_free(obj);

@@ -1,8 +1,8 @@
 /* uqjit tools: what the uqjit command, benchmarks and tests use besides
  * the integrator's API of uqjit.h (which this header includes): a code
  * object's resources and disassembly, the instruction mix of an AMD
- * disassembly, the report of what uqjit finds (`uqjit info`), and small
- * device utilities (memory, copies, streams, events and graphs). A program
+ * disassembly and the loop of an NVIDIA one, the report of what uqjit
+ * finds (`uqjit info`), and small device utilities (memory, copies, streams, events and graphs). A program
  * that plans, warms, decodes and manages the cache needs only uqjit.h.
  * Part of the same library and ABI; uqjit.h's conventions hold here. */
 #ifndef UQJIT_TOOLS_H
@@ -70,6 +70,37 @@ typedef struct uq_isa_mix {
  * instruction in the text). */
 UQ_EXTERN int uq_code_isa_mix(const char *text, uq_isa_mix *mix);
 UQ_EXTERN const char *uq_isa_class_name(int cls);
+
+/* The loop of an NVIDIA disassembly (uq_code_disassemble's SASS for an
+ * sm_* target) by opcode (the mnemonic up to its first '.'): the loop is
+ * the narrowest backward branch's span holding every tensor-core
+ * instruction (HMMA, HGMMA, QGMMA, ...), or the widest span when there
+ * are none: a decode kernel's chunk loop. Counted over the whole span
+ * (body) and over its fast path: the walk from the loop's head to its
+ * backward branch that takes every forward branch landing inside the
+ * span and falls through the others, so that paths a branch skips (a copy
+ * issued by a few threads, the rare softmax and V-limit path, a partial
+ * last chunk) are left out and inner loops (a wait's retry) count once.
+ * Static counts per warp and pass: no timing. */
+#define UQ_SASS_OPS 96
+#define UQ_SASS_OP_LEN 16
+typedef struct uq_sass_op {
+  char name[UQ_SASS_OP_LEN];
+  int32_t body, path;
+} uq_sass_op;
+typedef struct uq_sass_loop {
+  int32_t found;            /* a loop (backward branch) was found */
+  int32_t path_complete;    /* the fast path reached the backward branch
+                               (0: an unconditional branch left the span) */
+  uint64_t begin, end;      /* its first instruction and its backward branch */
+  int32_t body_total, path_total;
+  int32_t other_body, other_path; /* opcodes past UQ_SASS_OPS distinct ones */
+  int32_t n_ops;
+  uq_sass_op ops[UQ_SASS_OPS]; /* most on the fast path first */
+} uq_sass_loop;
+/* UQ_EINVAL: NULL arguments, or no SASS instruction line in the text;
+ * found stays 0 when there is no backward branch. */
+UQ_EXTERN int uq_code_sass_loop(const char *text, uq_sass_loop *loop);
 
 /* A report of compilers, runtimes, devices and cache directories found
  * (caller frees). */

@@ -382,6 +382,43 @@ static void misuse_exits_two(void **s) {
 /* dump --isa on gfx942: the gfx942 layer (the default there) compiled,
  * its per-tile mix with the layer's 24 MFMAs (8 FP8, 16 bf16), three
  * waves a SIMD (12 a CU) and no scratch, in JSON and in text. */
+/* The warpgroup layer's decode kernel (sm_90a: NVRTC) with its
+ * resources, and its chunk loop where a disassembler is found: every
+ * wgmma of the chunk on the fast path, the count per token and kv head,
+ * in text and JSON. */
+static void dump_isa_on_sm90a_reports_the_chunk_loop(void **s) {
+  (void)s;
+  char *dir = make_tmpdir();
+  unsetenv("UQJIT_VARIANT");
+  result r = RUN("dump", "--batch", "16", SHAPE_WIDE, "--target", "h200", "--kind", "decode",
+                 "--isa", "--no-source", "--cache-dir", dir);
+  expect_ok(&r, "dump --isa sm_90a");
+  assert_non_null(strstr(r.out, "  registers  "));
+  if (strstr(r.err, "no disassembler") == NULL) {
+    assert_non_null(strstr(r.out, "HGMMA.64x16x16.F32.BF16"));
+    assert_non_null(strstr(r.out, "// ---- chunk loop (static SASS counts"));
+    assert_non_null(strstr(r.out, "warp instructions per token and kv head"));
+    assert_non_null(strstr(r.out, "QGMMA 8 (8)"));
+    assert_non_null(strstr(r.out, "HGMMA 16 (16)"));
+  } else {
+    assert_null(strstr(r.out, "// ---- chunk loop"));
+  }
+  result_free(&r);
+  r = RUN("dump", "--batch", "16", SHAPE_WIDE, "--target", "h200", "--kind", "decode", "--isa",
+          "--json", "--cache-dir", dir);
+  expect_ok(&r, "dump --isa --json sm_90a");
+  assert_non_null(strstr(r.out, "\"name\": \"uq_decode_sm_90a_bf16_v2_"));
+  if (strstr(r.err, "no disassembler") == NULL) {
+    assert_non_null(strstr(r.out, "\"path_complete\": true"));
+    assert_non_null(strstr(r.out, "\"QGMMA\": [8, 8]"));
+    assert_true(json_int(r.out, "path") > 16 * 16); /* more than 16 a token */
+  }
+  result_free(&r);
+  setenv("UQJIT_VARIANT", "portable", 1);
+  rmtree(dir);
+  free(dir);
+}
+
 static void dump_isa_on_gfx942_reports_the_layer_mix_and_occupancy(void **s) {
   (void)s;
   char *dir = make_tmpdir();
@@ -442,6 +479,7 @@ int main(int argc, char **argv) {
             warm_into_an_unusable_directory_exits_one_naming_the_cause),
         cmocka_unit_test(cache_tools_see_a_read_only_layer_alone),
         cmocka_unit_test(dump_isa_on_gfx942_reports_the_layer_mix_and_occupancy),
+        cmocka_unit_test(dump_isa_on_sm90a_reports_the_chunk_loop),
     };
     return cmocka_run_group_tests_name("cli_tools_compile", tests, NULL,
                                        NULL);

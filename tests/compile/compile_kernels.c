@@ -7,7 +7,10 @@
  * must use no scratch, and warpgroup-layer decode kernels neither spill
  * nor pass 128 registers; for them ptxas's own report (NVRTC's log) must
  * give the registers read from the cubin, and its note that a kernel's
- * wgmma are serialized is listed. Targets whose compiler is missing are reported
+ * wgmma are serialized is listed; where an NVIDIA disassembler is found,
+ * their chunk loop (uq_code_sass_loop) holds every wgmma of the kernel on
+ * its fast path, and its warp instructions per token and kv head are
+ * printed. Targets whose compiler is missing are reported
  * and left out; with none at all the program exits 77 (SKIP). Two worker
  * threads: the machine is small. */
 #include <setjmp.h>
@@ -29,7 +32,7 @@
 #include "lib/base/alloc.h"
 #include "lib/compile/compiler.h"
 #include "lib/compile/disasm.h"
-#include "uqjit.h"
+#include "uqjit_tools.h"
 
 #define MAX_JOBS 256
 #define WORKERS 2
@@ -44,6 +47,9 @@ typedef struct job {
   int registers;
   int ptxas_registers;  /* warpgroup decode: "Used N registers" in NVRTC's log, -1 none */
   int wgmma_serialized; /* ... and ptxas's note C7512 */
+  int sass;             /* warpgroup decode: 1 loop checked, 0 no disassembler */
+  char sass_problem[128]; /* what the loop check found wrong, "" if nothing */
+  int sass_path;        /* its fast path's instructions per warp and chunk */
   char log[512];
 } job;
 
@@ -232,6 +238,41 @@ static void add_warpgroup_variants(const uq__compiler *cc) {
   add(&k, cc);
 }
 
+/* The warpgroup decode kernel's chunk loop in its SASS, where a
+ * disassembler is found: the loop and its fast path hold every wgmma of
+ * the kernel (eight QK and sixteen PV products a chunk), so that the fast
+ * path counts the chunk's work. */
+static void check_sass_loop(job *j, const void *obj, size_t len) {
+  char *text = NULL;
+  j->sass_problem[0] = '\0';
+  if (uq_code_disassemble(j->key.target, obj, len, &text, NULL) != 0) {
+    j->sass = 0;
+    return;
+  }
+  j->sass = 1;
+  int gmma = 0;
+  for (const char *p = text; (p = strstr(p, "GMMA.")) != NULL; p++)
+    gmma++;
+  uq_sass_loop l;
+  if (uq_code_sass_loop(text, &l) != 0) {
+    snprintf(j->sass_problem, sizeof j->sass_problem, "no loop read: %s", uq_last_error());
+  } else if (!l.found || !l.path_complete) {
+    snprintf(j->sass_problem, sizeof j->sass_problem, "no chunk loop (found %d, path %d)",
+             (int)l.found, (int)l.path_complete);
+  } else {
+    int on_path = 0;
+    for (int i = 0; i < l.n_ops; i++)
+      if (strcmp(l.ops[i].name, "QGMMA") == 0 || strcmp(l.ops[i].name, "HGMMA") == 0)
+        on_path += l.ops[i].path;
+    if (gmma != 24 || on_path != gmma)
+      snprintf(j->sass_problem, sizeof j->sass_problem,
+               "%d wgmma in the kernel, %d on the loop's fast path (24 expected)", gmma,
+               on_path);
+    j->sass_path = l.path_total;
+  }
+  uq_free(text);
+}
+
 static void run_job(job *j) {
   uq__buf src;
   uq__buf_init(&src);
@@ -265,6 +306,8 @@ static void run_job(job *j) {
                               &obj, &len);
   }
   j->seconds = now() - t0;
+  if (rc == 0 && wg)
+    check_sass_loop(j, obj, len);
   j->status = rc;
   if (rc != 0) {
     snprintf(j->log, sizeof j->log, "%s", uq_last_error());
@@ -368,6 +411,13 @@ static void every_kernel_compiles_for_every_target(void **state) {
       }
       if (j->wgmma_serialized)
         print_message("note: %s: ptxas serializes its wgmma (C7512)\n", name);
+      if (j->sass && j->sass_problem[0] != '\0') {
+        failed++;
+        print_error("%s: chunk loop: %s\n", name, j->sass_problem);
+      } else if (j->sass) {
+        print_message("%s: chunk loop fast path %d instructions, %.1f a token and kv head\n",
+                      name, j->sass_path, j->sass_path / 16.0);
+      }
     }
   }
   const char *seen[8];
