@@ -200,6 +200,40 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   if (b >= p.batch)
     return;
 
+  /* Loads that need only the block's coordinates go out before the
+   * sequence length is back and share its memory round trip: on the TMA
+   * paths the query rows (the rotation below reads them), and on the bulk
+   * path chunk 0's block numbers (threads tid < RUNS; the index clamped
+   * into the table row, the number used only where its run starts below
+   * seq_len), so that chunk 0's copy waits for one round trip instead of
+   * two. The tensor-copy path fetches its block numbers after the length:
+   * an early load there takes some of its kernels to 16 bytes of stack
+   * (ptxas), past the layer's 8 (compile.kernels). Measured on the H200:
+   * 1-3% on short and several-kv-head shapes (docs/BENCHMARKS-LOG.md,
+   * 2026-12-06). */
+  constexpr int RUNS = uq_sm90_run<UQ_WG_CHUNK>::RUNS;
+  const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
+  int blk_first = 0;
+  if (UQ_SM90_BULK && tid < RUNS) {
+    const uq_u32 t = uq_wg_chunk_token(part, 0, UQ_NUM_PARTITIONS) +
+                     (uq_u32)(tid * uq_sm90_run<UQ_WG_CHUNK>::SPAN);
+    const uq_u32 i = t / UQ_BLOCK_SIZE;
+    blk_first = bt_row[i < (uq_u32)UQ_MAX_BLOCKS ? i : (uq_u32)UQ_MAX_BLOCKS - 1u];
+  }
+  auto q_elem0 = [&](int n) {
+    return (uq_i64)b * UQ_Q_STRIDE_SEQ + (uq_i64)(kh * UQ_QG + n) * UQ_Q_STRIDE_HEAD + 8 * lane;
+  };
+  const bool q_vec = UQ_FUSE_QROT && UQ_Q_STRIDE_SEQ % 8 == 0 && UQ_Q_STRIDE_HEAD % 8 == 0 &&
+                     ((unsigned long long)p.query & 15u) == 0;
+  uint4 q_queue[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int n = 4 * warp + j;
+    q_queue[j] = make_uint4(0u, 0u, 0u, 0u);
+    if (UQ_WG_TMA && q_vec && n < UQ_QG)
+      q_queue[j] = *(const uint4 *)((const uq_u16 *)p.query + q_elem0(n));
+  }
+
   const uq_u32 seq_len = uq_seq_len(p, b);
   const int nch = uq_wg_chunks(part, seq_len, UQ_NUM_PARTITIONS, UQ_TGPP);
   const uq_i64 row0 = uq_partition_row0(b, kh, part);
@@ -215,8 +249,6 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
    * k / 2 of that barrier: parity (k >> 1) & 1), issued by threads 0 ..
    * RUNS - 1 alone (the other threads skip the address work); otherwise
    * cp.async pieces from every thread, one commit group a chunk. */
-  constexpr int RUNS = uq_sm90_run<UQ_WG_CHUNK>::RUNS;
-  const int *bt_row = p.block_table + (uq_i64)b * UQ_MAX_BLOCKS;
   auto block_of = [&](int k) { /* bulk: threads tid < RUNS only */
     const uq_u32 t = uq_wg_chunk_token(part, k, UQ_NUM_PARTITIONS);
     if constexpr (UQ_WG_TMA)
@@ -261,11 +293,17 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
       uq_sm90_cp_wait<0>();
     }
   };
-  /* Chunk 0's block numbers are in flight across the barrier and, on the
-   * bulk path, the query's loads: the thread issuing the copy waits for
-   * them there, after its warp's query loads have gone out. */
+  /* Chunk 0's block numbers (on the bulk path already back with the
+   * length) are in flight across the barrier; the thread issuing the copy
+   * waits for them there. */
   if constexpr (UQ_WG_TMA) {
-    if (tid < RUNS)
+    if (UQ_SM90_BULK && tid < RUNS)
+      blk_next = uq_wg_chunk_token(part, 0, UQ_NUM_PARTITIONS) +
+                             (uq_u32)(tid * uq_sm90_run<UQ_WG_CHUNK>::SPAN) <
+                         seq_len
+                     ? blk_first
+                     : 0;
+    else if (tid < RUNS)
       blk_next = block_of(0);
     if (UQ_SM90_TENSOR && tid == 0)
       uq_sm90_tensor_prefetch(&wp.tensor_map);
@@ -293,25 +331,12 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
    *
    * The lane's eight 16-bit elements of a row come in one 16-byte load
    * where the strides and the pointer allow (one L2 sector of the row per
-   * lane pair instead of eight scattered loads). On the bulk-copy path the
-   * four rows' loads are issued before the first is used (one memory round
-   * trip per block instead of four, which short sequences feel) and handed
-   * down a register queue, so that the rotation stays one loop body; the
+   * lane pair instead of eight scattered loads). On the TMA paths the
+   * four rows' loads went out at the top (one memory round trip per block
+   * instead of four, which short sequences feel) and are handed down a
+   * register queue, so that the rotation stays one loop body; the
    * piecewise path has no registers to spare for the queue here (its copy
    * state is live) and loads each row in turn. */
-  auto q_elem0 = [&](int n) {
-    return (uq_i64)b * UQ_Q_STRIDE_SEQ + (uq_i64)(kh * UQ_QG + n) * UQ_Q_STRIDE_HEAD + 8 * lane;
-  };
-  const bool q_vec = UQ_FUSE_QROT && UQ_Q_STRIDE_SEQ % 8 == 0 && UQ_Q_STRIDE_HEAD % 8 == 0 &&
-                     ((unsigned long long)p.query & 15u) == 0;
-  uint4 q_queue[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int n = 4 * warp + j;
-    q_queue[j] = make_uint4(0u, 0u, 0u, 0u);
-    if (UQ_WG_TMA && q_vec && n < UQ_QG)
-      q_queue[j] = *(const uint4 *)((const uq_u16 *)p.query + q_elem0(n));
-  }
   if constexpr (UQ_WG_TMA)
     copy_chunk(0, 1);
 #pragma unroll 1
