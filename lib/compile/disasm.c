@@ -614,3 +614,31 @@ cleanup:
   uq__free(err);
   return status;
 }
+
+int uq__disasm_lines(const char *text, size_t size,
+                     int (*parse)(const char *line, size_t n, void *slot), void **out,
+                     size_t *count, const char *what) {
+  size_t cap = 256, n = 0;
+  unsigned char *v = uq__malloc(cap * size);
+  if (v == NULL)
+    return uq__errorf(UQ_ENOMEM, "out of memory for %s", what);
+  for (const char *p = text; *p;) {
+    const char *e = strchr(p, '\n');
+    size_t len = e != NULL ? (size_t)(e - p) : strlen(p);
+    if (n == cap) {
+      unsigned char *w = uq__realloc(v, 2 * cap * size);
+      if (w == NULL) {
+        uq__free(v);
+        return uq__errorf(UQ_ENOMEM, "out of memory for %s", what);
+      }
+      v = w;
+      cap *= 2;
+    }
+    if (parse(p, len, v + n * size))
+      n++;
+    p += len + (e != NULL);
+  }
+  *out = v;
+  *count = n;
+  return 0;
+}

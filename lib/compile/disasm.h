@@ -30,4 +30,12 @@ int uq__code_info_from_object(const char *target, const void *obj, size_t len,
  * absolute paths. The only list: uqjit info reports the same one. */
 const char *const *uq__disasm_candidates(int amd);
 
+/* Reads a disassembly line by line: parse(line, length, slot) fills one
+ * element of `size` bytes and returns 1 for an instruction line, 0 to
+ * skip. *out (caller frees) holds the *count accepted elements in order.
+ * UQ_ENOMEM names `what`. */
+int uq__disasm_lines(const char *text, size_t size,
+                     int (*parse)(const char *line, size_t n, void *slot), void **out,
+                     size_t *count, const char *what);
+
 #endif

@@ -10,6 +10,7 @@
 
 #include "lib/base/alloc.h"
 #include "lib/base/error.h"
+#include "lib/compile/disasm.h"
 #include "uqjit_tools.h"
 
 static const char *const class_names[UQ_ISA_CLASSES] = {
@@ -59,7 +60,8 @@ typedef struct insn {
 } insn;
 
 /* One line: 1 and *out when it is an instruction ("\t<mnemonic> ..."). */
-static int parse_line(const char *line, size_t n, insn *out) {
+static int parse_line(const char *line, size_t n, void *slot) {
+  insn *out = slot;
   size_t i = 0;
   if (n == 0 || (line[0] != '\t' && line[0] != ' '))
     return 0;
@@ -106,42 +108,17 @@ static int parse_line(const char *line, size_t n, insn *out) {
   return 1;
 }
 
-static int parse_all(const char *text, insn **out, size_t *count) {
-  size_t cap = 256, n = 0;
-  insn *v = uq__malloc(cap * sizeof *v);
-  if (v == NULL)
-    return uq__errorf(UQ_ENOMEM, "out of memory for the instruction mix");
-  for (const char *p = text; *p;) {
-    const char *e = strchr(p, '\n');
-    size_t len = e != NULL ? (size_t)(e - p) : strlen(p);
-    if (n == cap) {
-      insn *w = uq__realloc(v, 2 * cap * sizeof *v);
-      if (w == NULL) {
-        uq__free(v);
-        return uq__errorf(UQ_ENOMEM, "out of memory for the instruction mix");
-      }
-      v = w;
-      cap *= 2;
-    }
-    if (parse_line(p, len, &v[n]))
-      n++;
-    p += len + (e != NULL);
-  }
-  *out = v;
-  *count = n;
-  return 0;
-}
-
 int uq_code_isa_mix(const char *text, uq_isa_mix *mix) {
   uq__error_clear();
   if (text == NULL || mix == NULL)
     return uq__errorf(UQ_EINVAL, "uq_code_isa_mix: NULL argument");
   memset(mix, 0, sizeof *mix);
-  insn *v = NULL;
+  void *lines = NULL;
   size_t n = 0;
-  int status = parse_all(text, &v, &n);
+  int status = uq__disasm_lines(text, sizeof(insn), parse_line, &lines, &n, "the instruction mix");
   if (status != 0)
     return status;
+  insn *v = lines;
   if (n == 0) {
     uq__free(v);
     return uq__errorf(UQ_EINVAL, "uq_code_isa_mix: no instruction in the "

@@ -14,6 +14,7 @@
 
 #include "lib/base/alloc.h"
 #include "lib/base/error.h"
+#include "lib/compile/disasm.h"
 #include "uqjit_tools.h"
 
 typedef struct sass_insn {
@@ -29,7 +30,8 @@ static const char *const matrix_ops[] = {"HMMA", "HGMMA", "QGMMA", "IMMA", "IGMM
                                          "BGMMA", "DMMA", "UTCHMMA", "UTCQMMA"};
 
 /* One line: 1 and *out when it holds an instruction. */
-static int parse_line(const char *line, size_t n, sass_insn *out) {
+static int parse_line(const char *line, size_t n, void *slot) {
+  sass_insn *out = slot;
   size_t i = 0;
   while (i + 1 < n && !(line[i] == '/' && line[i + 1] == '*'))
     i++;
@@ -94,32 +96,6 @@ static int parse_line(const char *line, size_t n, sass_insn *out) {
   return 1;
 }
 
-static int parse_all(const char *text, sass_insn **out, size_t *count) {
-  size_t cap = 1024, n = 0;
-  sass_insn *v = uq__malloc(cap * sizeof *v);
-  if (v == NULL)
-    return uq__errorf(UQ_ENOMEM, "out of memory for the SASS loop");
-  for (const char *p = text; *p;) {
-    const char *e = strchr(p, '\n');
-    size_t len = e != NULL ? (size_t)(e - p) : strlen(p);
-    if (n == cap) {
-      sass_insn *w = uq__realloc(v, 2 * cap * sizeof *v);
-      if (w == NULL) {
-        uq__free(v);
-        return uq__errorf(UQ_ENOMEM, "out of memory for the SASS loop");
-      }
-      v = w;
-      cap *= 2;
-    }
-    if (parse_line(p, len, &v[n]))
-      n++;
-    p += len + (e != NULL);
-  }
-  *out = v;
-  *count = n;
-  return 0;
-}
-
 /* Index of the instruction at `addr` in [lo, hi], or hi + 1. */
 static size_t index_of(const sass_insn *v, size_t lo, size_t hi, uint64_t addr) {
   for (size_t i = lo; i <= hi; i++)
@@ -166,11 +142,12 @@ int uq_code_sass_loop(const char *text, uq_sass_loop *loop) {
   if (text == NULL || loop == NULL)
     return uq__errorf(UQ_EINVAL, "uq_code_sass_loop: NULL argument");
   memset(loop, 0, sizeof *loop);
-  sass_insn *v = NULL;
+  void *lines = NULL;
   size_t n = 0;
-  int status = parse_all(text, &v, &n);
+  int status = uq__disasm_lines(text, sizeof(sass_insn), parse_line, &lines, &n, "the SASS loop");
   if (status != 0)
     return status;
+  sass_insn *v = lines;
   if (n == 0) {
     uq__free(v);
     return uq__errorf(UQ_EINVAL, "uq_code_sass_loop: no instruction in the text "

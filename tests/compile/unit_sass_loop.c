@@ -56,14 +56,24 @@ static const uq_sass_op *op_named(const uq_sass_loop *l, const char *name) {
   return NULL;
 }
 
+/* Reads `t`, which must hold a loop from `begin` to `end` of `body`
+ * instructions whose fast path has `path` (and reaches the loop's
+ * backward branch when `complete`). */
+static void read_loop(const char *t, uq_sass_loop *l, uint64_t begin, uint64_t end, int body,
+                      int path, int complete) {
+  assert_int_equal(uq_code_sass_loop(t, l), 0);
+  assert_int_equal(l->found, 1);
+  assert_true(l->begin == begin);
+  assert_true(l->end == end);
+  assert_int_equal(l->body_total, body);
+  assert_int_equal(l->path_total, path);
+  assert_int_equal(l->path_complete, complete);
+}
+
 static void the_loop_holding_every_matrix_instruction_is_the_narrowest(void **st) {
   (void)st;
   uq_sass_loop l;
-  assert_int_equal(uq_code_sass_loop(text, &l), 0);
-  assert_int_equal(l.found, 1);
-  assert_true(l.begin == 0x30);
-  assert_true(l.end == 0x110);
-  assert_int_equal(l.body_total, 15);
+  read_loop(text, &l, 0x30, 0x110, 15, 12, 1);
   assert_int_equal(op_named(&l, "LOP3")->body, 2);
   assert_int_equal(op_named(&l, "BRA")->body, 5);
   assert_int_equal(op_named(&l, "IMAD")->body, 1);
@@ -76,12 +86,10 @@ static void the_loop_holding_every_matrix_instruction_is_the_narrowest(void **st
 static void the_fast_path_skips_what_forward_branches_skip(void **st) {
   (void)st;
   uq_sass_loop l;
-  assert_int_equal(uq_code_sass_loop(text, &l), 0);
   /* 0x30 0x40 0x50 (leaves the span: falls through) 0x60 0x70 (-> 0xa0)
    * 0xa0 0xb0 0xc0 0xd0 (backward: falls through) 0xe0 0xf0 (-> 0x110)
    * 0x110 */
-  assert_int_equal(l.path_complete, 1);
-  assert_int_equal(l.path_total, 12);
+  read_loop(text, &l, 0x30, 0x110, 15, 12, 1);
   assert_int_equal(op_named(&l, "BRA")->path, 5);
   assert_int_equal(op_named(&l, "LOP3")->path, 1);
   assert_int_equal(op_named(&l, "IMAD")->path, 0);
@@ -104,13 +112,7 @@ static void without_matrix_work_the_widest_span_is_the_loop(void **st) {
       "        /*0050*/                   MOV R3, R4 ;\n"
       "        /*0060*/                   EXIT ;\n";
   uq_sass_loop l;
-  assert_int_equal(uq_code_sass_loop(plain, &l), 0);
-  assert_int_equal(l.found, 1);
-  assert_true(l.begin == 0x0);
-  assert_true(l.end == 0x30);
-  assert_int_equal(l.body_total, 4);
-  assert_int_equal(l.path_total, 4);
-  assert_int_equal(l.path_complete, 1);
+  read_loop(plain, &l, 0x0, 0x30, 4, 4, 1);
 }
 
 static void a_branch_that_leaves_for_good_ends_the_path(void **st) {
@@ -122,11 +124,7 @@ static void a_branch_that_leaves_for_good_ends_the_path(void **st) {
       "        /*0030*/              @P0 BRA 0x0 ;\n"
       "        /*0100*/                   EXIT ;\n";
   uq_sass_loop l;
-  assert_int_equal(uq_code_sass_loop(leaves, &l), 0);
-  assert_int_equal(l.found, 1);
-  assert_int_equal(l.body_total, 4);
-  assert_int_equal(l.path_complete, 0);
-  assert_int_equal(l.path_total, 2);
+  read_loop(leaves, &l, 0x0, 0x30, 4, 2, 0);
 }
 
 static void no_loop_or_no_instruction(void **st) {
