@@ -319,7 +319,7 @@ static void print_isa_json(const char *name, const uq_key *key,
            "\"workgroups_per_cu_lds\": %d, \"waves_per_cu\": %d",
            o.vgpr_alloc, o.waves_simd_vgpr, o.wg_cu_lds, o.waves_cu);
   uq_isa_mix m;
-  if (text != NULL && uq_code_isa_mix(text, &m) == 0) {
+  if (text != NULL && !is_nvidia(key->target) && uq_code_isa_mix(text, &m) == 0) {
     tile_mix t = tile_mix_of(&m);
     printf(", \"mix_method\": \"%s\", \"mix_divisor\": %d, \"per_tile\": {",
            t.method, t.divisor);

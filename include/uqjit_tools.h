@@ -2,8 +2,9 @@
  * the integrator's API of uqjit.h (which this header includes): a code
  * object's resources and disassembly, the instruction mix of an AMD
  * disassembly and the loop of an NVIDIA one, the report of what uqjit
- * finds (`uqjit info`), and small device utilities (memory, copies, streams, events and graphs). A program
- * that plans, warms, decodes and manages the cache needs only uqjit.h.
+ * finds (`uqjit info`), and small device utilities (memory, copies,
+ * streams, events and graphs). A program that plans, warms, decodes and
+ * manages the cache needs only uqjit.h.
  * Part of the same library and ABI; uqjit.h's conventions hold here. */
 #ifndef UQJIT_TOOLS_H
 #define UQJIT_TOOLS_H
