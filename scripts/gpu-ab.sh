@@ -15,8 +15,8 @@
 # skipped; a failed bench or reference check is reported with its log's
 # tail. Then, per variant and shape, the median of its rounds.
 #
-# Environment: UQ_AB_DIR, UQ_AB_ROUNDS, UQ_AB_SHAPES (bench arguments,
-# ';'-separated; default below), UQ_AB_S (seconds for all the benches,
+# Environment: UQ_AB_DIR, UQ_AB_ROUNDS, UQ_AB_CLOCKS (below), UQ_AB_SHAPES
+# (bench arguments, ';'-separated; default below), UQ_AB_S (seconds for all the benches,
 # default 420), plus gpu-env.sh's OUT and UQ_GPU_BUILD. Builds with
 # scripts/gpu-check.sh (no suites) when the build is missing. Needs .deps/ as gpu-check.sh does.
 set -u
@@ -57,6 +57,43 @@ restore() {
 }
 trap restore EXIT
 
+# With UQ_AB_CLOCKS set, nvidia-smi samples the SM clock and the board
+# power every 100 ms while each bench runs; the median clock and power
+# over the samples at 80% or more of the run's peak power (the timed
+# loops, not the compile or the CPU reference check) are printed per run,
+# so that a variant that moves the clock under load shows it. The timed
+# loop must last seconds for that (--iters 20000 at B=16/131072): 20
+# iterations are over before the first sample.
+clk_pid=
+clk_start() {
+  [ -n "${UQ_AB_CLOCKS:-}" ] && command -v nvidia-smi >/dev/null || return 0
+  nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 100 \
+    >"$OUT/ab-clk.txt" 2>/dev/null &
+  clk_pid=$!
+}
+clk_stop() {
+  [ -n "$clk_pid" ] || return 0
+  kill "$clk_pid" 2>/dev/null
+  wait "$clk_pid" 2>/dev/null
+  clk_pid=
+  python3 - "$OUT/ab-clk.txt" "$1" <<'PY' || true
+import statistics, sys
+rows = []
+for line in open(sys.argv[1]):
+    f = [x.strip() for x in line.split(",")]
+    try:
+        rows.append((float(f[0]), float(f[1])))
+    except (ValueError, IndexError):
+        pass
+if rows:
+    peak = max(p for _, p in rows)
+    busy = [r for r in rows if r[1] >= 0.8 * peak]
+    print(f"  clocks {sys.argv[2]}: SM {statistics.median(c for c, _ in busy):.0f} MHz, "
+          f"{statistics.median(p for _, p in busy):.0f} W (median of {len(busy)} of "
+          f"{len(rows)} samples at >= 80% of the peak {peak:.0f} W)")
+PY
+}
+
 IFS=';' read -r -a shape_args <<<"$shapes"
 res=$OUT/ab-results.txt
 : >"$res"
@@ -87,10 +124,12 @@ for ((round = 1; round <= rounds; ++round)); do
     fi
     for args in "${shape_args[@]}"; do
       say "$name round $round: $args"
+      clk_start
       # shellcheck disable=SC2086
       UQJIT_CACHE_DIR=/tmp/uqjit-ab-$name timeout 90 "$B" bench $args --no-overhead \
         --check-seqs 1 >"$OUT/ab-run.log" 2>&1
       rc=$?
+      clk_stop "$name"
       cat "$OUT/ab-run.log" >>"$OUT/ab-$name.log"
       [ "$rc" = 0 ] || { echo "rc=$rc"; tail -3 "$OUT/ab-run.log"; }
       # B seq Hk QG P rot eager graph chain KV GB/s %copy rel_l2: one line
