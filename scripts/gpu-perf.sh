@@ -4,6 +4,12 @@
 #   build     scripts/gpu-check.sh, no suites (build-gpu)
 #   check     gpu.decode for the device's default layer (UQ_TEST_VARIANT
 #             default), every case against the double reference
+#   race      compute-sanitizer (UQ_PERF_RACE_TOOLS, default racecheck) of
+#             gpu.decode's fused-query tests on the default layer, the
+#             long sequences cut to 4097 tokens (UQ_PERF_RACE_S seconds,
+#             default 90): the quick check of a kernel that moves a
+#             barrier, in the same call as its A/B (the full pass is
+#             scripts/gpu-sanitize.sh)
 #   ab        scripts/gpu-ab.sh over the variant directories in ab/
 #             (UQ_PERF_AB_SHAPES: the A/B shapes, served and pool fills)
 #   binding   bench/binding_bench.py, the Python call with vLLM's
@@ -71,6 +77,14 @@ if has check; then
     timeout "${UQ_PERF_CHECK_S:-150}" "$build/tests/runtime/test_decode" >"$OUT/check.log" 2>&1
   echo "gpu.decode rc=$?"
   grep -E "^(== variant|worst)|FAILED|non-finite|\[  PASSED|\[  FAILED" "$OUT/check.log" | head -20
+fi
+
+if has race; then
+  say "compute-sanitizer, gpu.decode's fused-query tests"
+  race_s=${UQ_PERF_RACE_S:-90}
+  UQ_GPU_BUILD=$build UQ_SAN_TOOLS=${UQ_PERF_RACE_TOOLS:-racecheck} UQ_SAN_RUNS="decode:decode_fused*" \
+    UQ_SAN_S=$race_s UQ_SAN_LONG_LEN=4097 OUT=$OUT timeout $((race_s + 30)) \
+    bash scripts/gpu-sanitize.sh 2>&1 | tail -5
 fi
 
 if has ab; then
