@@ -60,15 +60,19 @@ trap restore EXIT
 # With UQ_AB_CLOCKS set, nvidia-smi samples the SM clock and the board
 # power every 100 ms while each bench runs; the median clock and power
 # over the samples at 80% or more of the run's peak power (the timed
-# loops, not the compile or the CPU reference check) are printed per run,
-# so that a variant that moves the clock under load shows it. The timed
+# loops, not the compile or the CPU reference check) are printed per run
+# and kept in $OUT/ab-clocks.txt, the samples of the run in
+# $OUT/ab-clk-NAME-rROUND-sSHAPE.txt, so that a variant that moves the clock
+# under load shows it. The timed
 # loop must last seconds for that (--iters 20000 at B=16/131072): 20
 # iterations are over before the first sample.
 clk_pid=
+clk_file=
 clk_start() {
   [ -n "${UQ_AB_CLOCKS:-}" ] && command -v nvidia-smi >/dev/null || return 0
+  clk_file=$OUT/ab-clk-$1.txt
   nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 100 \
-    >"$OUT/ab-clk.txt" 2>/dev/null &
+    >"$clk_file" 2>/dev/null &
   clk_pid=$!
 }
 clk_stop() {
@@ -76,7 +80,7 @@ clk_stop() {
   kill "$clk_pid" 2>/dev/null
   wait "$clk_pid" 2>/dev/null
   clk_pid=
-  python3 - "$OUT/ab-clk.txt" "$1" <<'PY' || true
+  python3 - "$clk_file" "$1" <<'PY' | tee -a "$OUT/ab-clocks.txt" || true
 import statistics, sys
 rows = []
 for line in open(sys.argv[1]):
@@ -97,6 +101,7 @@ PY
 IFS=';' read -r -a shape_args <<<"$shapes"
 res=$OUT/ab-results.txt
 : >"$res"
+[ -z "${UQ_AB_CLOCKS:-}" ] || : >"$OUT/ab-clocks.txt"
 for ((round = 1; round <= rounds; ++round)); do
   for v in "$dir"/*/; do
     v=${v%/}
@@ -122,14 +127,16 @@ for ((round = 1; round <= rounds; ++round)); do
     if ! ninja -C "$build" cli/uqjit >"$OUT/ab-ninja-$name.log" 2>&1; then
       echo "gpu-ab: $name does not build"; tail -5 "$OUT/ab-ninja-$name.log"; continue
     fi
+    si=0
     for args in "${shape_args[@]}"; do
+      si=$((si + 1))
       say "$name round $round: $args"
-      clk_start
+      clk_start "$name-r$round-s$si"
       # shellcheck disable=SC2086
       UQJIT_CACHE_DIR=/tmp/uqjit-ab-$name timeout 90 "$B" bench $args --no-overhead \
         --check-seqs 1 >"$OUT/ab-run.log" 2>&1
       rc=$?
-      clk_stop "$name"
+      clk_stop "$name round $round ($args)"
       cat "$OUT/ab-run.log" >>"$OUT/ab-$name.log"
       [ "$rc" = 0 ] || { echo "rc=$rc"; tail -3 "$OUT/ab-run.log"; }
       # B seq Hk QG P rot eager graph chain KV GB/s %copy rel_l2: one line
