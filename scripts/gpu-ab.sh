@@ -61,11 +61,11 @@ trap restore EXIT
 # power every 100 ms while each bench runs; the median clock and power
 # over the samples at 80% or more of the run's peak power (the timed
 # loops, not the compile or the CPU reference check) are printed per run
-# and kept in $OUT/ab-clocks.txt, the samples of the run in
-# $OUT/ab-clk-NAME-rROUND-sSHAPE.txt, so that a variant that moves the clock
-# under load shows it. The timed
-# loop must last seconds for that (--iters 20000 at B=16/131072): 20
-# iterations are over before the first sample.
+# and kept in $OUT/ab-clocks.txt, each run's samples in
+# $OUT/ab-clk-NAME-rROUND-sSHAPE.txt, so that a variant that moves the
+# clock under load shows it. The timed loop must last seconds for that
+# (--iters 20000 at B=16/131072): 20 iterations are over before the first
+# sample.
 clk_pid=
 clk_file=
 clk_start() {
