@@ -22,7 +22,9 @@
 #   short     the short-context grid (B 1,4,8 x seq 1k,2k,4k x 1:16, 2:8,
 #             4:6), one step in a chain of 16 graph steps
 #   sweep     % of copy against context length for the plot
-#             (scripts/plot-bench.py), served fill, JSON under $OUT
+#             (scripts/plot-bench.py), served fill: one JSON per layer of
+#             UQ_PERF_SWEEP_LAYERS (default warpgroup matrix portable) and
+#             one of peer_bench on the same shapes, under $OUT
 #   suite     scripts/gpu-check.sh with the gpu suite (every layer)
 #   headline  uqjit bench --json on the headline shapes of docs/BENCHMARKS.md
 #             (B=4/16k/2:8 as a step in a chain of 16 graph steps)
@@ -152,11 +154,22 @@ if has short; then
 fi
 
 if has sweep; then
-  say "sweep for the plot"
-  timeout "${UQ_PERF_SWEEP_S:-150}" "$B" bench --batch 16 --seq 1k,4k,16k,32k,64k,128k \
-    --heads 1:16 --iters 10 --warmup 2 --no-overhead --check-seqs 1 --json \
-    >"$OUT/sweep.json" 2>"$OUT/sweep.err"
-  echo "sweep rc=$?"
+  sweep_shape="--batch 16 --seq 1k,4k,16k,32k,64k,128k --heads 1:16"
+  for layer in ${UQ_PERF_SWEEP_LAYERS:-warpgroup matrix portable}; do
+    say "sweep for the plot: $layer"
+    # shellcheck disable=SC2086
+    timeout "${UQ_PERF_SWEEP_S:-150}" "$B" bench --variant "$layer" $sweep_shape \
+      --iters 10 --warmup 2 --no-overhead --check-seqs 1 --json \
+      >"$OUT/sweep-$layer.json" 2>"$OUT/sweep-$layer.err"
+    echo "sweep $layer rc=$?"
+  done
+  if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    say "sweep for the plot: the SDPA backends"
+    # shellcheck disable=SC2086
+    timeout "${UQ_PERF_PEER_S:-120}" python3 bench/peer_bench.py $sweep_shape --iters 10 \
+      --warmup 2 --json >"$OUT/sweep-sdpa.json" 2>"$OUT/sweep-sdpa.err"
+    echo "sweep sdpa rc=$?"
+  fi
 fi
 if has profile; then
   say "profile"
