@@ -5,13 +5,14 @@ for the chain time), a backend that refuses a shape or gives a wrong
 result is reported and never chosen, and every candidate is printed. The
 script itself needs a CUDA GPU and torch; this checks only its logic."""
 import contextlib
-import importlib.util
 import io
 import json
 import os
 import sys
 import types
 import unittest
+
+import source_script
 
 # Microseconds of one call per (backend, form); a chain of steps costs
 # half a step each. "efficient/reshape" is the fastest but wrong,
@@ -50,12 +51,7 @@ def load_peer_bench():
     nn.functional = functional
     sys.modules.update({"torch": torch, "torch.nn": nn,
                         "torch.nn.functional": functional})
-    root = os.environ.get("UQ_SOURCE_ROOT",
-                          os.path.join(os.path.dirname(__file__), "..", ".."))
-    spec = importlib.util.spec_from_file_location(
-        "peer_bench", os.path.join(root, "bench", "peer_bench.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = source_script.load(os.path.join("bench", "peer_bench.py"), "peer_bench")
 
     current = {}
 

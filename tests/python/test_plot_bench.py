@@ -5,22 +5,13 @@ best), worked out here by hand from bytes and times, and the clear
 refusals of inputs that would draw a misleading picture: sweeps of
 several shapes, lines of different shapes or devices, a bad --layer."""
 import contextlib
-import importlib.util
 import io
 import json
 import os
 import tempfile
 import unittest
 
-
-def load_plot_bench():
-    root = os.environ.get("UQ_SOURCE_ROOT",
-                          os.path.join(os.path.dirname(__file__), "..", ".."))
-    spec = importlib.util.spec_from_file_location(
-        "plot_bench", os.path.join(root, "scripts", "plot-bench.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+import source_script
 
 
 def sweep_row(seq, pct, batch=16, hk=1, qg=16, **extra):
@@ -33,7 +24,7 @@ def sweep_row(seq, pct, batch=16, hk=1, qg=16, **extra):
 class PlotBenchInputs(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.mod = load_plot_bench()
+        cls.mod = source_script.load(os.path.join("scripts", "plot-bench.py"), "plot_bench")
 
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
