@@ -18,6 +18,15 @@ static int always(const uq__target_info *info) {
  * with many kv heads. */
 #define WARPGROUP_FULL_GRID 512
 
+/* The largest warpgroup decode grid launched as a programmatic dependent.
+ * At short context the launch then hides under the step before: on one
+ * H100 (docs/BENCHMARKS-LOG.md, 2026-12-07) a chained step of 256 blocks
+ * or fewer took 0.2-0.3 us less (1/1024/2:8 5.95 -> 5.66 us, 4/2048/2:8
+ * 7.84 -> 7.61), where grids of 512 blocks, a full wave of four a
+ * multiprocessor, took 1.1-1.9 us more (4/2048/4:6, 4/16384/2:8); long
+ * decodes did not move. */
+#define WARPGROUP_DEPENDENT_GRID (WARPGROUP_FULL_GRID / 2)
+
 /* The sm_90a warpgroup layer's partitions: vLLM's, halved while the grid
  * (B x Hk x P blocks) stays at WARPGROUP_FULL_GRID or more. Each block
  * pays a fixed cost (the query's rotation, the epilogue) and each
@@ -138,7 +147,8 @@ const uq__layer uq__layers[] = {
      .head_dims = {256},
      .query_groups = QG_6_8_16,
      .min_partition_tokens = 64,
-     .partitions = warpgroup_partitions},
+     .partitions = warpgroup_partitions,
+     .dependent_max_blocks = WARPGROUP_DEPENDENT_GRID},
     {.variant = UQ_VARIANT_GFX950_EMU,
      .name = "gfx950-emu",
      .available = uq__target_gfx950_emu_layer,
@@ -174,6 +184,16 @@ const uq__layer *uq__layer_find(int variant, const uq__target_info *info) {
       first = &uq__layers[r];
   }
   return first;
+}
+
+int uq__decode_dependent(const uq__layer *layer, const uq__target_info *info,
+                         const uint32_t grid[3]) {
+  if (layer == NULL || layer->dependent_max_blocks <= 0 || !uq__target_dependent_launch(info) ||
+      !layer->available(info))
+    return 0;
+  /* In 64 bits: three 32-bit dimensions can pass any 32-bit product. */
+  const int64_t xy = (int64_t)grid[0] * grid[1];
+  return xy <= layer->dependent_max_blocks && xy * grid[2] <= layer->dependent_max_blocks;
 }
 
 int uq__layer_variant_named(const char *name) {

@@ -50,7 +50,20 @@ typedef struct uq__layer {
   /* 1: never chosen by default, only when asked for by name (the gfx950
    * emulation, a test vehicle). */
   int opt_in;
+  /* Decode grids of at most this many blocks are launched as programmatic
+   * dependents of the kernel before them where the target has that
+   * (uq__decode_dependent); 0: never. A row that sets it has a decode
+   * kernel that waits for that kernel (uq_grid_wait) before it reads
+   * anything. */
+  int64_t dependent_max_blocks;
 } uq__layer;
+
+/* 1 when a decode of `grid` on this layer and target is launched as a
+ * programmatic dependent: its launch and block start-up then overlap the
+ * previous kernel's tail (the partition reduce of the step before, which
+ * lets its dependents in once it has its inputs). */
+int uq__decode_dependent(const uq__layer *layer, const uq__target_info *info,
+                         const uint32_t grid[3]);
 
 /* Every layer, in variant order; rows of one variant differ in the
  * targets they are available on (no target has two rows of a variant). */

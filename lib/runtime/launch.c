@@ -220,8 +220,16 @@ static int launch_plan(const uq_context *ctx, const uq__platform *pf,
   rc = uq__decode_kernel_params(pf, decode_key(plan), args, &lp.decode, &dp);
   if (rc != 0)
     return rc;
-  rc = pf->launch(pc->decode->function, plan->decode_grid,
-                  pc->decode->block_threads, &dp, stream);
+  /* Small decode grids of a layer that allows it start under the kernel
+   * before them (lib/codegen/layers.h: dependent_max_blocks); the
+   * decode waits for that kernel in device code. */
+  const uq__layer *layer = uq__layer_find(decode_key(plan)->variant, &ctx->tinfo);
+  if (pf->launch_dependent != NULL && uq__decode_dependent(layer, &ctx->tinfo, plan->decode_grid))
+    rc = pf->launch_dependent(pc->decode->function, plan->decode_grid,
+                              pc->decode->block_threads, &dp, stream);
+  else
+    rc = pf->launch(pc->decode->function, plan->decode_grid,
+                    pc->decode->block_threads, &dp, stream);
   if (rc != 0)
     return rc;
   /* Where the target has programmatic dependent launch, the reduce's

@@ -56,6 +56,9 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_REDUCE_THREADS) void UQ_KERNEL_NAME(uq_reduce_para
   const int h = uq_bid_y();
   const int tid = uq_tid();
   uq_grid_wait(); /* the decode's partitions are complete and visible */
+  /* A kernel launched as this one's programmatic dependent (the next
+   * step's decode) may be scheduled; it waits for this one to finish. */
+  uq_grid_dependents();
   if (b >= p.batch || h >= UQ_NUM_KV_HEADS * UQ_QG)
     return; /* uniform per block */
   const int kh = h / UQ_QG;

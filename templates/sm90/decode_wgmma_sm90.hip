@@ -188,6 +188,9 @@ UQ_KERNEL __launch_bounds__(UQ_BLOCK_THREADS, UQ_WG_MIN_BLOCKS) void UQ_KERNEL_N
   UQ_SHARED uq_wg_smem sm;
   const uq_decode_params p = wp.d;
 
+  /* Small grids are launched as programmatic dependents of the kernel
+   * before (lib/codegen/layers.c): nothing is read before it is done. */
+  uq_grid_wait();
   uq_grid_dependents(); /* the reduce may be scheduled */
   const int tid = uq_tid();
   const int lane = tid & 31;

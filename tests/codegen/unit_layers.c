@@ -333,6 +333,59 @@ static void refusals_name_the_field_no_row_serves(void **state) {
                       "at head_dim 128 (1 to 16)");
 }
 
+/* Which decodes start under the kernel before them: small grids of a row
+ * that allows it, on a target with programmatic dependent launch, the
+ * block count taken over all three dimensions without overflow; and each
+ * such row's decode kernel waits for that kernel before it reads. */
+static void small_warpgroup_grids_are_dependent_launches(void **state) {
+  (void)state;
+  uq__target_info sm90a = parse("sm_90a"), sm90 = parse("sm_90"), sm80 = parse("sm_80");
+  uq__target_info g950 = parse("gfx950");
+  const uq__layer *wg = uq__layer_find(UQ_VARIANT_WARPGROUP, &sm90a);
+  assert_int_equal(wg->dependent_max_blocks, 256);
+  const uint32_t one[3] = {1, 1, 16}, at[3] = {4, 2, 32}, over[3] = {4, 2, 33};
+  const uint32_t wave[3] = {4, 4, 32}, huge[3] = {65535, 65535, 65535}, wide[3] = {1, 1, 4294967295u};
+  assert_int_equal(uq__decode_dependent(wg, &sm90a, one), 1);
+  assert_int_equal(uq__decode_dependent(wg, &sm90a, at), 1);
+  assert_int_equal(uq__decode_dependent(wg, &sm90a, over), 0);
+  assert_int_equal(uq__decode_dependent(wg, &sm90a, wave), 0);
+  assert_int_equal(uq__decode_dependent(wg, &sm90a, huge), 0);
+  assert_int_equal(uq__decode_dependent(wg, &sm90a, wide), 0);
+  /* Not where the layer or the launch is missing, nor for other rows. */
+  assert_int_equal(uq__decode_dependent(wg, &sm90, one), 0);
+  assert_int_equal(uq__decode_dependent(wg, &sm80, one), 0);
+  assert_int_equal(uq__decode_dependent(wg, &g950, one), 0);
+  assert_int_equal(uq__decode_dependent(NULL, &sm90a, one), 0);
+  for (int r = 0; r < uq__layers_count; r++) {
+    const uq__layer *l = &uq__layers[r];
+    if (l->variant != UQ_VARIANT_WARPGROUP) {
+      assert_int_equal(l->dependent_max_blocks, 0);
+      assert_int_equal(uq__decode_dependent(l, &sm90a, one), 0);
+      continue;
+    }
+    /* The kernel file (the last template) waits before its first load. */
+    const char *const *t = l->templates;
+    while (t[1] != NULL)
+      t++;
+    size_t len = 0;
+    const char *text = uq__template_text(*t, &len);
+    assert_non_null(text);
+    const char *wait = strstr(text, "uq_grid_wait();");
+    const char *kernel = strstr(text, "UQ_KERNEL");
+    assert_non_null(wait);
+    assert_non_null(kernel);
+    assert_true(wait > kernel);
+    /* Every input the kernel before may have written comes after it. */
+    static const char *const inputs[] = {"p.query", "p.kv_cache", "p.block_table", "uq_seq_len(p",
+                                         "p.segm_out", "p.segm_max", "p.segm_sum"};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+      const char *use = strstr(kernel, inputs[i]);
+      if (use != NULL && use < wait)
+        fail_msg("%s: %s is used before uq_grid_wait", *t, inputs[i]);
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(layers_are_found_by_variant_and_target),
@@ -343,6 +396,7 @@ int main(void) {
       cmocka_unit_test(layer_choice_follows_the_shape),
       cmocka_unit_test(layer_refusals_name_the_layer),
       cmocka_unit_test(refusals_name_the_field_no_row_serves),
+      cmocka_unit_test(small_warpgroup_grids_are_dependent_launches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
