@@ -99,7 +99,7 @@ if [ "$s" -gt 5 ]; then
 fi
 
 # (c) the peer on the same shapes.
-if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+if uq_torch_gpu; then
   for e in "${shapes[@]}"; do
     name=${e%%|*}
     rest=${e#*|}

@@ -2,8 +2,8 @@
 # Sourced (not run) by the scripts/gpu-*.sh scripts: the repository root as
 # the working directory, $OUT (logs; default /tmp/out), $build (the build
 # directory, UQ_GPU_BUILD, default build-gpu) and $B (its uqjit), the
-# kernel cache directory, and uq_runtime_libs for the libraries the built
-# programs load.
+# kernel cache directory, uq_runtime_libs for the libraries the built
+# programs load, and uq_torch_gpu for the steps that need PyTorch on a GPU.
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -24,4 +24,9 @@ uq_runtime_libs() {
     *) export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d ;;
     esac
   done
+}
+
+# Whether python3 has a torch that sees a CUDA GPU (the peer benchmarks).
+uq_torch_gpu() {
+  python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null
 }

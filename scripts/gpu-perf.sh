@@ -163,7 +163,7 @@ if has sweep; then
       >"$OUT/sweep-$layer.json" 2>"$OUT/sweep-$layer.err"
     echo "sweep $layer rc=$?"
   done
-  if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  if uq_torch_gpu; then
     say "sweep for the plot: the SDPA backends"
     # shellcheck disable=SC2086
     timeout "${UQ_PERF_PEER_S:-120}" python3 bench/peer_bench.py $sweep_shape --iters 10 \
@@ -176,7 +176,7 @@ if has profile; then
   UQ_GPU_BUILD=$build OUT=$OUT timeout 150 bash scripts/gpu-profile.sh 2>&1 | tail -30
 fi
 
-if has peer && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+if has peer && uq_torch_gpu; then
   IFS=';' read -r -a peer_extra <<<"${UQ_PERF_PEER_EXTRA:-}"
   for args in "${shape_args[@]}" "${peer_extra[@]}" "--batch 1,4,8 --seq 1k,2k,4k --heads 1:16,2:8,4:6"; do
     say "peer_bench $args"

@@ -32,11 +32,17 @@
  * bytes; the layer is the context's, fixed at its creation. Entries stay
  * valid until the context is destroyed, and a destroyed context's id never
  * matches again. */
+/* A platform launch: plain, or as a programmatic dependent. */
+typedef int (*launch_fn)(void *function, const uint32_t grid[3], uint32_t block, void *params,
+                         void *stream);
+
 typedef struct plan_cache {
   uint64_t ctx_id;
   uq_shape shape;
   uq_plan plan;
   uq__entry *decode, *reduce, *prologue;
+  /* How the decode and the reduce are launched, decided with the plan. */
+  launch_fn decode_launch, reduce_launch;
 } plan_cache;
 
 static _Thread_local plan_cache tls_plan;
@@ -81,6 +87,23 @@ static const uq_key *decode_key(const uq_plan *plan) {
     if (plan->kernels[i].kind == UQ_KERNEL_DECODE)
       return &plan->kernels[i];
   return NULL;
+}
+
+/* Where the target has programmatic dependent launch, the reduce is
+ * launched as the decode's dependent: its launch and start-up overlap the
+ * decode's tail, and it waits for the decode in device code (reduce.hip:
+ * uq_grid_wait). Small decode grids of a layer that allows it start the
+ * same way under the kernel before them (lib/codegen/layers.h:
+ * dependent_max_blocks) and wait for it in device code too. */
+static void choose_launches(const uq_context *ctx, const uq__platform *pf, plan_cache *pc) {
+  const uq_plan *plan = &pc->plan;
+  const int dependent = pf->launch_dependent != NULL;
+  const uq__layer *layer = uq__layer_find(decode_key(plan)->variant, &ctx->tinfo);
+  pc->decode_launch = dependent && uq__decode_dependent(layer, &ctx->tinfo, plan->decode_grid)
+                          ? pf->launch_dependent
+                          : pf->launch;
+  pc->reduce_launch =
+      dependent && uq__target_dependent_launch(&ctx->tinfo) ? pf->launch_dependent : pf->launch;
 }
 
 static int check_decode_args(const uq_shape *shape, const uq_plan *plan,
@@ -201,8 +224,7 @@ int uq__decode_kernel_params(const uq__platform *pf, const uq_key *key,
 
 /* Launches one decode: the query prologue when the rotation is not fused,
  * the decode, then the reduce. */
-static int launch_plan(const uq_context *ctx, const uq__platform *pf,
-                       const plan_cache *pc, const uq_shape *shape,
+static int launch_plan(const uq__platform *pf, const plan_cache *pc, const uq_shape *shape,
                        const uq_decode_args *args, void *workspace,
                        void *stream) {
   int rc;
@@ -220,26 +242,12 @@ static int launch_plan(const uq_context *ctx, const uq__platform *pf,
   rc = uq__decode_kernel_params(pf, decode_key(plan), args, &lp.decode, &dp);
   if (rc != 0)
     return rc;
-  /* Small decode grids of a layer that allows it start under the kernel
-   * before them (lib/codegen/layers.h: dependent_max_blocks); the
-   * decode waits for that kernel in device code. */
-  const uq__layer *layer = uq__layer_find(decode_key(plan)->variant, &ctx->tinfo);
-  if (pf->launch_dependent != NULL && uq__decode_dependent(layer, &ctx->tinfo, plan->decode_grid))
-    rc = pf->launch_dependent(pc->decode->function, plan->decode_grid,
-                              pc->decode->block_threads, &dp, stream);
-  else
-    rc = pf->launch(pc->decode->function, plan->decode_grid,
-                    pc->decode->block_threads, &dp, stream);
+  rc = pc->decode_launch(pc->decode->function, plan->decode_grid, pc->decode->block_threads, &dp,
+                         stream);
   if (rc != 0)
     return rc;
-  /* Where the target has programmatic dependent launch, the reduce's
-   * launch and start-up overlap the decode's tail; it waits for the
-   * decode in device code (reduce.hip: uq_grid_wait). */
-  if (pf->launch_dependent != NULL && uq__target_dependent_launch(&ctx->tinfo))
-    return pf->launch_dependent(pc->reduce->function, plan->reduce_grid,
-                                pc->reduce->block_threads, &lp.reduce, stream);
-  return pf->launch(pc->reduce->function, plan->reduce_grid,
-                    pc->reduce->block_threads, &lp.reduce, stream);
+  return pc->reduce_launch(pc->reduce->function, plan->reduce_grid, pc->reduce->block_threads,
+                           &lp.reduce, stream);
 }
 
 
@@ -292,6 +300,7 @@ int uq_decode(uq_context *ctx, const uq_shape *shape,
     rc = prepare(ctx, pc);
     if (rc != 0)
       return rc;
+    choose_launches(ctx, pf, pc);
     memcpy(&pc->shape, shape, sizeof *shape);
     pc->ctx_id = ctx->id;
     /* Compiling or loading may have switched this thread's context. */
@@ -300,7 +309,7 @@ int uq_decode(uq_context *ctx, const uq_shape *shape,
       return rc;
   }
 
-  return launch_plan(ctx, pf, pc, shape, args, workspace, stream);
+  return launch_plan(pf, pc, shape, args, workspace, stream);
 }
 
 void uq__store_launch_params(const uq_store_args *args, uq_store_params *out,
