@@ -27,8 +27,23 @@ static int always(const uq__target_info *info) {
  * decodes did not move. */
 #define WARPGROUP_DEPENDENT_GRID (WARPGROUP_FULL_GRID / 2)
 
-/* The sm_90a warpgroup layer's partitions: vLLM's, halved while the grid
- * (B x Hk x P blocks) stays at WARPGROUP_FULL_GRID or more. Each block
+/* The largest warpgroup decode grid the layer raises the partitions
+ * toward, for windows with more 64-token chunks than partitions: up to
+ * one chunk a block while the grid stays within this many blocks. On one
+ * H100 (docs/BENCHMARKS-LOG.md, 2026-12-07) every shape this changed took
+ * 5-19% less a chained step (1/4096/1:16 7.82 -> 6.89 us, 1/8192/1:16
+ * 10.36 -> 8.38, 2/8192/1:16 10.38 -> 8.49) and none lost; raising grids
+ * to 256 blocks lost up to 7% where it gained less (1/16384/1:16 with P
+ * 256, 1/4096/4:6), and to 512 up to 41%: more partitions cost the
+ * reduce more than one chunk a block saves. */
+#define WARPGROUP_SPREAD_GRID 128
+
+/* The sm_90a warpgroup layer's partitions: vLLM's, doubled while the
+ * window has more 64-token chunks than partitions and the grid (B x Hk x P
+ * blocks) stays within WARPGROUP_SPREAD_GRID (vLLM's floor of 32
+ * partitions leaves a short sequence of a small batch two chunks or more
+ * a block, serial, on a device with blocks to spare), and halved while
+ * the grid stays at WARPGROUP_FULL_GRID or more. Each block
  * pays a fixed cost (the query's rotation, the epilogue) and each
  * partition adds workspace traffic and reduce work, so where the device
  * is full anyway fewer, longer partitions are faster (measured on the
@@ -37,7 +52,11 @@ static int always(const uq__target_info *info) {
  * its 64-token chunks over min(P, its chunks) blocks either way
  * (wgmma_sm90_maps.hip, uq_wg_chunks), so it loses parallelism only where
  * the grid is at least the full one. */
-static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts) {
+static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts, int64_t window) {
+  const int64_t chunks = (window + 63) / 64;
+  /* kv_heads_total x 2 parts <= the grid, without the product. */
+  while (parts < chunks && kv_heads_total <= WARPGROUP_SPREAD_GRID / (2 * parts))
+    parts *= 2;
   /* The first test keeps the product below from overflowing. */
   while (parts > 2 && (kv_heads_total >= WARPGROUP_FULL_GRID ||
                        kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID))

@@ -45,8 +45,9 @@ typedef struct uq__layer {
    * 192 for the strided schedule). */
   int64_t min_partition_tokens;
   /* Adjusts the power-of-two partition count for a grid of kv_heads_total
-   * (batch x kv heads) blocks per partition; NULL keeps vLLM's. */
-  int64_t (*partitions)(int64_t kv_heads_total, int64_t parts);
+   * (batch x kv heads) blocks per partition and a window of `window`
+   * tokens; NULL keeps vLLM's. */
+  int64_t (*partitions)(int64_t kv_heads_total, int64_t parts, int64_t window);
   /* 1: never chosen by default, only when asked for by name (the gfx950
    * emulation, a test vehicle). */
   int opt_in;

@@ -236,7 +236,7 @@ static plan_split split_kv(const plan_in *in) {
                                            in->layer->min_partition_tokens)));
   s.parts = max64(2, next_pow2(actual));
   if (in->layer->partitions != NULL)
-    s.parts = in->layer->partitions(in->batch * in->hk, s.parts);
+    s.parts = in->layer->partitions(in->batch * in->hk, s.parts, in->window);
   s.tgpp = next_pow2(max64(1, ceil_div(required, s.parts)));
   return s;
 }

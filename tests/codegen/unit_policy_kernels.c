@@ -295,10 +295,12 @@ static void policy_layers_share_the_launch_contract(void **state) {
 }
 
 /* The warpgroup layer gives a partition 64 tokens at least where vLLM
- * gives 192, and halves the partitions while B x Hk x P stays at 512
- * blocks or more (hand-worked rows: vLLM's P / TGPP as in unit_policy.c's rows,
- * then the layer's); the matrix layer on the same target keeps vLLM's. */
-static void warpgroup_layer_halves_partitions_of_full_grids(void **state) {
+ * gives 192, doubles the partitions toward one 64-token chunk each while
+ * B x Hk x P stays within 128 blocks, and halves them while it stays at
+ * 512 blocks or more (hand-worked rows: vLLM's P / TGPP as in
+ * unit_policy.c's rows, then the layer's); the matrix layer on the same
+ * target keeps vLLM's. */
+static void warpgroup_layer_sizes_partitions_to_the_grid(void **state) {
   (void)state;
   static const struct {
     int b, hq, hk, bs, mb;
@@ -323,6 +325,18 @@ static void warpgroup_layer_halves_partitions_of_full_grids(void **state) {
       /* W=131072 B=8 cap 512: P=512 TGPP=1; down to 8*64=512: P=64
        * TGPP=8 */
       {8, 16, 1, 256, 512, 512, 64, 8},
+      /* W=4096 req=16 B=1: vLLM a=max(32,16)=32, min(32, 22) P=32; the
+       * layer min(32, 64)=32, 64 chunks: 1*64 blocks <= 128, P=64 TGPP=1 */
+      {1, 16, 1, 64, 64, 32, 64, 1},
+      /* W=8192 req=32: vLLM P=32; 128 chunks, 1*128 <= 128: P=128, TGPP
+       * next_pow2(ceil(32/128))=1 */
+      {1, 16, 1, 64, 128, 32, 128, 1},
+      /* B=2: 2*64 <= 128 but 2*128 is not: P=64 TGPP=1 */
+      {2, 16, 1, 64, 128, 32, 64, 1},
+      /* B=4, W=4096: 4*64 blocks would pass 128: vLLM's P=32 stays */
+      {4, 16, 1, 64, 64, 32, 32, 1},
+      /* Hk=4, W=4096, B=1: 4*64 passes 128 too: P=32 */
+      {1, 24, 4, 64, 64, 32, 32, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     uq_shape s = make_shape(cases[i].b, cases[i].hq, cases[i].hk, cases[i].bs, cases[i].mb, 0);
@@ -497,7 +511,7 @@ int main(void) {
       cmocka_unit_test(policy_serves_other_shapes_with_the_portable_layer),
       cmocka_unit_test(plan_make_variant_takes_the_layer_as_an_argument),
       cmocka_unit_test(policy_layers_share_the_launch_contract),
-      cmocka_unit_test(warpgroup_layer_halves_partitions_of_full_grids),
+      cmocka_unit_test(warpgroup_layer_sizes_partitions_to_the_grid),
       cmocka_unit_test(plan_reads_only_shape_fields),
       cmocka_unit_test(store_key_is_built_and_checked),
       cmocka_unit_test(element_strided_query_goes_through_the_prologue),
