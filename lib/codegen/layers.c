@@ -11,11 +11,11 @@ static int always(const uq__target_info *info) {
   return 1;
 }
 
-/* Blocks that keep an sm_90a device busy for about two waves of the
+/* Blocks that keep an sm_90a device busy for about one wave of the
  * warpgroup layer (132 SMs of an H100/H200 hold four of its blocks each).
- * Against four waves (2048) this was faster on every shape measured on
- * the H200 (docs/BENCHMARKS.md); one wave (512) lost on long sequences
- * with many kv heads. */
+ * Against two waves (1024) and four (2048) this was faster on every shape
+ * measured on the H200 (docs/BENCHMARKS-LOG.md, 2026-12-04, "The grid
+ * size again"). */
 #define WARPGROUP_FULL_GRID 512
 
 /* The largest warpgroup decode grid launched as a programmatic dependent.
