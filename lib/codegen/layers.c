@@ -18,6 +18,11 @@ static int always(const uq__target_info *info) {
  * size again"). */
 #define WARPGROUP_FULL_GRID 512
 
+/* Tokens of the warpgroup layer's chunk (UQ_WG_CHUNK in
+ * decode_wgmma_sm90.hip): the least a partition is worth, and the unit
+ * its partitions are raised toward. */
+#define WARPGROUP_CHUNK_TOKENS 64
+
 /* The largest warpgroup decode grid launched as a programmatic dependent.
  * At short context the launch then hides under the step before: on one
  * H100 (docs/BENCHMARKS-LOG.md, 2026-12-07) a chained step of 256 blocks
@@ -53,7 +58,7 @@ static int always(const uq__target_info *info) {
  * (wgmma_sm90_maps.hip, uq_wg_chunks), so it loses parallelism only where
  * the grid is at least the full one. */
 static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts, int64_t window) {
-  const int64_t chunks = (window + 63) / 64;
+  const int64_t chunks = (window + WARPGROUP_CHUNK_TOKENS - 1) / WARPGROUP_CHUNK_TOKENS;
   /* kv_heads_total x 2 parts <= the grid, without the product. */
   while (parts < chunks && kv_heads_total <= WARPGROUP_SPREAD_GRID / (2 * parts))
     parts *= 2;
@@ -165,7 +170,7 @@ const uq__layer uq__layers[] = {
      .block_threads = 128,
      .head_dims = {256},
      .query_groups = QG_6_8_16,
-     .min_partition_tokens = 64,
+     .min_partition_tokens = WARPGROUP_CHUNK_TOKENS,
      .partitions = warpgroup_partitions,
      .dependent_max_blocks = WARPGROUP_DEPENDENT_GRID},
     {.variant = UQ_VARIANT_GFX950_EMU,

@@ -26,16 +26,16 @@
 #include "lib/runtime/context.h"
 #include "lib/runtime/launch.h"
 
+/* A platform launch: plain, or as a programmatic dependent. */
+typedef int (*launch_fn)(void *function, const uint32_t grid[3], uint32_t block, void *params,
+                         void *stream);
+
 /* The last plan of this thread: repeated decodes of one shape on one
  * context (the serving loop) skip planning and the table lookups. Keyed by
  * the context's id (never reused, unlike its address) and the shape's
  * bytes; the layer is the context's, fixed at its creation. Entries stay
  * valid until the context is destroyed, and a destroyed context's id never
  * matches again. */
-/* A platform launch: plain, or as a programmatic dependent. */
-typedef int (*launch_fn)(void *function, const uint32_t grid[3], uint32_t block, void *params,
-                         void *stream);
-
 typedef struct plan_cache {
   uint64_t ctx_id;
   uq_shape shape;
