@@ -43,20 +43,39 @@ static int always(const uq__target_info *info) {
  * reduce more than one chunk a block saves. */
 #define WARPGROUP_SPREAD_GRID 128
 
+/* The most tokens a warpgroup partition may hold after the layer halves
+ * the partitions of a full grid once more, down to half of it (grids of
+ * WARPGROUP_FULL_GRID / 2 blocks or more). Short partitions leave a full
+ * grid's blocks with little work each against their fixed cost, and a
+ * grid of half the size starts under the step before as a programmatic
+ * dependent (WARPGROUP_DEPENDENT_GRID). On one H100 (docs/BENCHMARKS-LOG.md,
+ * 2026-12-07, "Half the grid for short partitions") every 512-block shape
+ * of one to four chunks a block took 4-16% less a chained step at 256
+ * blocks (4/2048/4:6 10.35 -> 8.75 us, 16/4096/1:16 15.28 -> 12.92,
+ * 4/16384/2:8 21.20 -> 19.95); with 64 and 128 chunks a block half the
+ * grid lost 7-9% (64/16384/1:16 107.8 -> 115.4 us, 16/131072/1:16 199.1
+ * -> 216.5): a long partition needs every block slot of the device in
+ * flight. */
+#define WARPGROUP_SHORT_PARTITION_TOKENS (8 * WARPGROUP_CHUNK_TOKENS)
+
 /* The sm_90a warpgroup layer's partitions: vLLM's, doubled while the
  * window has more 64-token chunks than partitions and the grid (B x Hk x P
  * blocks) stays within WARPGROUP_SPREAD_GRID (vLLM's floor of 32
  * partitions leaves a short sequence of a small batch two chunks or more
- * a block, serial, on a device with blocks to spare), and halved while
- * the grid stays at WARPGROUP_FULL_GRID or more. Each block
- * pays a fixed cost (the query's rotation, the epilogue) and each
- * partition adds workspace traffic and reduce work, so where the device
- * is full anyway fewer, longer partitions are faster (measured on the
- * H200: docs/BENCHMARKS.md). Halving never idles the device: a sequence
- * shorter than the window leaves partitions empty, and the layer spreads
- * its 64-token chunks over min(P, its chunks) blocks either way
- * (wgmma_sm90_maps.hip, uq_wg_chunks), so it loses parallelism only where
- * the grid is at least the full one. */
+ * a block, serial, on a device with blocks to spare), halved while
+ * the grid stays at WARPGROUP_FULL_GRID or more, and halved once more
+ * while it stays at half of that and the partitions stay within
+ * WARPGROUP_SHORT_PARTITION_TOKENS. Each block pays a fixed cost (the
+ * query's rotation, the epilogue) and each partition adds workspace
+ * traffic and reduce work, so where the device is full anyway fewer,
+ * longer partitions are faster (measured on the H200:
+ * docs/BENCHMARKS.md). The first halving never idles the device: a
+ * sequence shorter than the window leaves partitions empty, and the
+ * layer spreads its 64-token chunks over min(P, its chunks) blocks
+ * either way (wgmma_sm90_maps.hip, uq_wg_chunks), so it loses
+ * parallelism only where the grid is at least the full one. The second
+ * leaves block slots free, which pays only where each block has little
+ * work. */
 static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts, int64_t window) {
   const int64_t chunks = (window + WARPGROUP_CHUNK_TOKENS - 1) / WARPGROUP_CHUNK_TOKENS;
   /* kv_heads_total x 2 parts <= the grid, without the product. */
@@ -65,6 +84,9 @@ static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts, int64
   /* The first test keeps the product below from overflowing. */
   while (parts > 2 && (kv_heads_total >= WARPGROUP_FULL_GRID ||
                        kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID))
+    parts /= 2;
+  while (parts > 2 && kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID / 2 &&
+         window / (parts / 2) <= WARPGROUP_SHORT_PARTITION_TOKENS)
     parts /= 2;
   return parts;
 }

@@ -269,13 +269,14 @@ static void plan_make_variant_takes_the_layer_as_an_argument(void **state) {
   assert_int_equal(uq_plan_make_variant(&s, "sm_90a", "", &plan), UQ_EINVAL);
 }
 
-/* The layers share one launch contract: on sm_90a a plan whose grid is
- * below the warpgroup layer's full grid (here 3 x 3 x 64 blocks) differs
- * between variants only in the keys' variant field. */
+/* The layers share one launch contract: on sm_90a a plan the warpgroup
+ * layer does not resize (here 2 x 3 x 64 blocks: more than its spread
+ * grid, less than half its full one) differs between variants only in
+ * the keys' variant field. */
 static void policy_layers_share_the_launch_contract(void **state) {
   (void)state;
   static const char *const envs[] = {"warpgroup", "matrix", "portable"};
-  uq_shape s = make_shape(3, 48, 3, 64, 200, 0);
+  uq_shape s = make_shape(2, 48, 3, 64, 200, 0);
   s.q_stride_head = 512; /* padded head rows: not fused, a prologue too */
   s.q_stride_seq = 48 * 512;
   uq_plan plans[3];
@@ -296,8 +297,9 @@ static void policy_layers_share_the_launch_contract(void **state) {
 
 /* The warpgroup layer gives a partition 64 tokens at least where vLLM
  * gives 192, doubles the partitions toward one 64-token chunk each while
- * B x Hk x P stays within 128 blocks, and halves them while it stays at
- * 512 blocks or more (hand-worked rows: vLLM's P / TGPP as in
+ * B x Hk x P stays within 128 blocks, halves them while it stays at 512
+ * blocks or more, and once more while it stays at 256 with partitions of
+ * 512 tokens at most (hand-worked rows: vLLM's P / TGPP as in
  * unit_policy.c's rows, then the layer's); the matrix layer on the same
  * target keeps vLLM's. */
 static void warpgroup_layer_sizes_partitions_to_the_grid(void **state) {
@@ -337,6 +339,17 @@ static void warpgroup_layer_sizes_partitions_to_the_grid(void **state) {
       {4, 16, 1, 64, 64, 32, 32, 1},
       /* Hk=4, W=4096, B=1: 4*64 passes 128 too: P=32 */
       {1, 24, 4, 64, 64, 32, 32, 1},
+      /* Hk=4, W=2048, B=4: vLLM P=16, the layer's minimum P=32; 16*32
+       * stays (16*16 is below the full grid); 16*16 is half of it with
+       * 128-token partitions: P=16 TGPP=1 */
+      {4, 24, 4, 16, 128, 16, 16, 1},
+      /* Hk=2, W=16384, B=4: vLLM P=64 TGPP=1; 8*64 stays (8*32 is below
+       * the full grid); 8*32 is half of it with 512-token partitions, the
+       * most halved once more: P=32 TGPP=2 */
+      {4, 16, 2, 16, 1024, 64, 32, 2},
+      /* W=16384 B=16: vLLM P=64; 16*32 is the full grid: P=32; 16*16 is
+       * half of it but with 1024-token partitions: P=32 TGPP=2 */
+      {16, 16, 1, 64, 256, 64, 32, 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     uq_shape s = make_shape(cases[i].b, cases[i].hq, cases[i].hk, cases[i].bs, cases[i].mb, 0);
