@@ -85,6 +85,7 @@ static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts, int64
   while (parts > 2 && (kv_heads_total >= WARPGROUP_FULL_GRID ||
                        kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID))
     parts /= 2;
+  /* Past the loop above the product is below the full grid: no overflow. */
   while (parts > 2 && kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID / 2 &&
          window / (parts / 2) <= WARPGROUP_SHORT_PARTITION_TOKENS)
     parts /= 2;
