@@ -43,20 +43,40 @@ static int always(const uq__target_info *info) {
  * reduce more than one chunk a block saves. */
 #define WARPGROUP_SPREAD_GRID 128
 
-/* The most tokens a warpgroup partition may hold after the layer halves
- * the partitions of a full grid once more, down to half of it (grids of
- * WARPGROUP_FULL_GRID / 2 blocks or more). Short partitions leave a full
- * grid's blocks with little work each against their fixed cost, and a
- * grid of half the size starts under the step before as a programmatic
- * dependent (WARPGROUP_DEPENDENT_GRID). On one H100 (docs/BENCHMARKS-LOG.md,
- * 2026-12-07, "Half the grid for short partitions") every 512-block shape
- * of one to four chunks a block took 4-16% less a chained step at 256
- * blocks (4/2048/4:6 10.35 -> 8.75 us, 16/4096/1:16 15.28 -> 12.92,
- * 4/16384/2:8 21.20 -> 19.95); with 64 and 128 chunks a block half the
- * grid lost 7-9% (64/16384/1:16 107.8 -> 115.4 us, 16/131072/1:16 199.1
- * -> 216.5): a long partition needs every block slot of the device in
- * flight. */
+/* The partitions a full grid's second halving may leave (grids of
+ * WARPGROUP_FULL_GRID / 2 blocks or more, down to half of it): of
+ * WARPGROUP_SHORT_PARTITION_TOKENS or fewer, or of
+ * WARPGROUP_MEDIUM_PARTITION_TOKENS or fewer where at least
+ * WARPGROUP_MEDIUM_MIN_PARTITIONS of them are left. Short partitions leave
+ * a full grid's blocks with little work each against their fixed cost,
+ * and a grid of half the size starts under the step before as a
+ * programmatic dependent (WARPGROUP_DEPENDENT_GRID). On one H100
+ * (docs/BENCHMARKS-LOG.md, 2026-12-07, chained steps):
+ *  - 512 tokens: every 512-block shape of one to four chunks a block took
+ *    4-16% less at 256 blocks (4/2048/4:6 10.35 -> 8.75 us, 16/4096/1:16
+ *    15.28 -> 12.92, 4/16384/2:8 21.20 -> 19.95);
+ *  - 1024 tokens: 2-4% less where 8 or more partitions were left
+ *    (8/32768/1:16 35.63 -> 34.17 us, 4/32768/2:8 34.47 -> 33.30,
+ *    16/16384/1:16 34.95 -> 34.34, 32/8192/1:16 35.09 -> 34.55), 1.7%
+ *    more where 4 or 2 were (64/4096/1:16 34.66 -> 35.26, 128/2048/1:16
+ *    36.55 -> 37.19), where the reduce's many rows merge few partitions
+ *    each and halving them saves it little;
+ *  - 2048 tokens lost (16/32768/1:16 +2.4%, 16/8192/4:6 +1.9%), and with
+ *    64 and 128 chunks a block half the grid lost 7-9% (64/16384/1:16
+ *    107.8 -> 115.4 us, 16/131072/1:16 199.1 -> 216.5): a long partition
+ *    needs every block slot of the device in flight. */
 #define WARPGROUP_SHORT_PARTITION_TOKENS (8 * WARPGROUP_CHUNK_TOKENS)
+#define WARPGROUP_MEDIUM_PARTITION_TOKENS (16 * WARPGROUP_CHUNK_TOKENS)
+#define WARPGROUP_MEDIUM_MIN_PARTITIONS 8
+
+/* 1 when `parts` partitions of a `window`-token window are short enough
+ * for the second halving to leave (above). */
+static int warpgroup_partitions_short(int64_t parts, int64_t window) {
+  const int64_t tokens = window / parts;
+  return tokens <= WARPGROUP_SHORT_PARTITION_TOKENS ||
+         (tokens <= WARPGROUP_MEDIUM_PARTITION_TOKENS &&
+          parts >= WARPGROUP_MEDIUM_MIN_PARTITIONS);
+}
 
 /* The sm_90a warpgroup layer's partitions: vLLM's, doubled while the
  * window has more 64-token chunks than partitions and the grid (B x Hk x P
@@ -64,8 +84,8 @@ static int always(const uq__target_info *info) {
  * partitions leaves a short sequence of a small batch two chunks or more
  * a block, serial, on a device with blocks to spare), halved while
  * the grid stays at WARPGROUP_FULL_GRID or more, and halved once more
- * while it stays at half of that and the partitions stay within
- * WARPGROUP_SHORT_PARTITION_TOKENS. Each block pays a fixed cost (the
+ * while it stays at half of that and the partitions it leaves are
+ * short (warpgroup_partitions_short). Each block pays a fixed cost (the
  * query's rotation, the epilogue) and each partition adds workspace
  * traffic and reduce work, so where the device is full anyway fewer,
  * longer partitions are faster (measured on the H200:
@@ -87,7 +107,7 @@ static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts, int64
     parts /= 2;
   /* Past the loop above the product is below the full grid: no overflow. */
   while (parts > 2 && kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID / 2 &&
-         window / (parts / 2) <= WARPGROUP_SHORT_PARTITION_TOKENS)
+         warpgroup_partitions_short(parts / 2, window))
     parts /= 2;
   return parts;
 }

@@ -56,9 +56,15 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_REDUCE_THREADS) void UQ_KERNEL_NAME(uq_reduce_para
   const int h = uq_bid_y();
   const int tid = uq_tid();
   uq_grid_wait(); /* the decode's partitions are complete and visible */
-  /* A kernel launched as this one's programmatic dependent (the next
-   * step's decode) may be scheduled; it waits for this one to finish. */
-  uq_grid_dependents();
+  /* No uq_grid_dependents(): a kernel launched as this one's programmatic
+   * dependent (the next step's decode, for small decode grids) is let in
+   * only as this grid's blocks exit. Let in at their start, its blocks
+   * sit resident, waiting, in the slots a reduce of more than one wave
+   * needs for its later blocks: on one H100 (docs/BENCHMARKS-LOG.md,
+   * 2026-12-07, "The reduce's early trigger, and 1024-token partitions") a
+   * chained B=64/2048/1:16 step (1024 reduce blocks) took 28.05 us with
+   * the early trigger and 21.41 without, where one-wave reduces moved by
+   * 1% or less (1/1024/1:16 5.95 -> 6.00 us). */
   if (b >= p.batch || h >= UQ_NUM_KV_HEADS * UQ_QG)
     return; /* uniform per block */
   const int kh = h / UQ_QG;

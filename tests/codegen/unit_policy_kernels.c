@@ -299,7 +299,7 @@ static void policy_layers_share_the_launch_contract(void **state) {
  * gives 192, doubles the partitions toward one 64-token chunk each while
  * B x Hk x P stays within 128 blocks, halves them while it stays at 512
  * blocks or more, and once more while it stays at 256 with partitions of
- * 512 tokens at most (hand-worked rows: vLLM's P / TGPP as in
+ * 512 tokens at most, or 1024 where 8 or more are left (hand-worked rows: vLLM's P / TGPP as in
  * unit_policy.c's rows, then the layer's); the matrix layer on the same
  * target keeps vLLM's. */
 static void warpgroup_layer_sizes_partitions_to_the_grid(void **state) {
@@ -348,8 +348,24 @@ static void warpgroup_layer_sizes_partitions_to_the_grid(void **state) {
        * most halved once more: P=32 TGPP=2 */
       {4, 16, 2, 16, 1024, 64, 32, 2},
       /* W=16384 B=16: vLLM P=64; 16*32 is the full grid: P=32; 16*16 is
-       * half of it but with 1024-token partitions: P=32 TGPP=2 */
-      {16, 16, 1, 64, 256, 64, 32, 2},
+       * half of it with 1024-token partitions, 16 of them (8 or more):
+       * P=16 TGPP=4 */
+      {16, 16, 1, 64, 256, 64, 16, 4},
+      /* W=4096 B=64: vLLM P=32 (a=max(32, 16)); 64*16 keeps halving,
+       * 64*8 is the full grid; 64*4 is half of it with 1024-token
+       * partitions but only 4 of them: P=8 TGPP=2 */
+      {64, 16, 1, 64, 64, 32, 8, 2},
+      /* Hk=4, W=4096, B=16: 64 kv heads, vLLM P=32; 64*8 stays; 64*4
+       * would leave 4 partitions of 1024 tokens: P=8 TGPP=2 */
+      {16, 24, 4, 64, 64, 32, 8, 2},
+      /* W=32768 B=8: vLLM P=128 (a=max(32, 128)); 8*64 stays (8*32 is
+       * below the full grid); 8*32 is half of it with 1024-token
+       * partitions, 32 of them: P=32 TGPP=4 */
+      {8, 16, 1, 64, 512, 128, 32, 4},
+      /* W=2048 B=64: vLLM P=16 (a=min(32, 11)), the layer's minimum
+       * P=32; 64*32 and 64*16 halve to 64*8, the full grid; 64*4 leaves
+       * 512-token partitions, short whatever their number: P=4 TGPP=2 */
+      {64, 16, 1, 64, 32, 16, 4, 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     uq_shape s = make_shape(cases[i].b, cases[i].hq, cases[i].hk, cases[i].bs, cases[i].mb, 0);
