@@ -25,6 +25,14 @@ constexpr int UQ_REDUCE_VEC = 8;                                  /* dims per th
 constexpr int UQ_REDUCE_DQ = UQ_HEAD_DIM / UQ_REDUCE_VEC;         /* threads a row */
 constexpr int UQ_REDUCE_LANES = UQ_REDUCE_THREADS / UQ_REDUCE_DQ; /* partition lanes */
 constexpr int UQ_REDUCE_TRIPS = (UQ_NUM_PARTITIONS + UQ_REDUCE_LANES - 1) / UQ_REDUCE_LANES;
+/* The most live rows (blocks) for which the reduce lets its dependent in
+ * at its start: a grid this size is one wave of reduce blocks on an
+ * H100/H200. On one H100 (docs/BENCHMARKS-LOG.md, 2026-12-07, "The
+ * reduce's early trigger, and 1024-token partitions") a chained
+ * B=64/2048/1:16 step (1024 rows) took 28.05 us with the early trigger and
+ * 21.41 without, where grids of up to 512 rows lost 0-1.3% without it
+ * (1/1024/2:8 5.69 -> 5.76 us, 32/2048/1:16 13.29 -> 13.34). */
+constexpr uq_i64 UQ_REDUCE_EARLY_DEPENDENTS = 512;
 /* Partials row: D floats plus one pad after each 32, so that phase 2's
  * reads of consecutive dims are conflict-free and phase 1's 8-float
  * strided writes spread over the banks. */
@@ -56,15 +64,14 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_REDUCE_THREADS) void UQ_KERNEL_NAME(uq_reduce_para
   const int h = uq_bid_y();
   const int tid = uq_tid();
   uq_grid_wait(); /* the decode's partitions are complete and visible */
-  /* No uq_grid_dependents(): a kernel launched as this one's programmatic
-   * dependent (the next step's decode, for small decode grids) is let in
-   * only as this grid's blocks exit. Let in at their start, its blocks
-   * sit resident, waiting, in the slots a reduce of more than one wave
-   * needs for its later blocks: on one H100 (docs/BENCHMARKS-LOG.md,
-   * 2026-12-07, "The reduce's early trigger, and 1024-token partitions") a
-   * chained B=64/2048/1:16 step (1024 reduce blocks) took 28.05 us with
-   * the early trigger and 21.41 without, where one-wave reduces moved by
-   * 1% or less (1/1024/1:16 5.95 -> 6.00 us). */
+  /* A kernel launched as this one's programmatic dependent (the next
+   * step's decode, for small decode grids) may be scheduled now, where
+   * this grid's live rows are few enough to be resident in one wave;
+   * otherwise it is let in as this grid's blocks exit, since its blocks,
+   * resident and waiting, would hold the slots the reduce's later blocks
+   * need (UQ_REDUCE_EARLY_DEPENDENTS). */
+  if ((uq_i64)p.batch * UQ_NUM_KV_HEADS * UQ_QG <= UQ_REDUCE_EARLY_DEPENDENTS)
+    uq_grid_dependents();
   if (b >= p.batch || h >= UQ_NUM_KV_HEADS * UQ_QG)
     return; /* uniform per block */
   const int kh = h / UQ_QG;
