@@ -30,8 +30,9 @@ constexpr int UQ_REDUCE_TRIPS = (UQ_NUM_PARTITIONS + UQ_REDUCE_LANES - 1) / UQ_R
  * H100/H200. On one H100 (docs/BENCHMARKS-LOG.md, 2026-12-07, "The
  * reduce's early trigger, and 1024-token partitions") a chained
  * B=64/2048/1:16 step (1024 rows) took 28.05 us with the early trigger and
- * 21.41 without, where grids of up to 512 rows lost 0-1.3% without it
- * (1/1024/2:8 5.69 -> 5.76 us, 32/2048/1:16 13.29 -> 13.34). */
+ * 21.41 without, where grids of up to 512 rows took 0.6-3.0% less with it
+ * (1/1024/4:6 5.71 against 5.88 us, 8/1024/1:16 6.36 against 6.53,
+ * 32/2048/1:16 13.35 against 13.48). */
 constexpr uq_i64 UQ_REDUCE_EARLY_DEPENDENTS = 512;
 /* Partials row: D floats plus one pad after each 32, so that phase 2's
  * reads of consecutive dims are conflict-free and phase 1's 8-float
