@@ -105,9 +105,10 @@ static int64_t warpgroup_partitions(int64_t kv_heads_total, int64_t parts, int64
   while (parts > 2 && (kv_heads_total >= WARPGROUP_FULL_GRID ||
                        kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID))
     parts /= 2;
-  /* Past the loop above the product is below the full grid: no overflow. */
-  while (parts > 2 && kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID / 2 &&
-         warpgroup_partitions_short(parts / 2, window))
+  /* Past the loop above the grid is below the full one (so the product
+   * cannot overflow), and one more halving takes it below half of it. */
+  if (parts > 2 && kv_heads_total * (parts / 2) >= WARPGROUP_FULL_GRID / 2 &&
+      warpgroup_partitions_short(parts / 2, window))
     parts /= 2;
   return parts;
 }
