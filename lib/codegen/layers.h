@@ -62,8 +62,8 @@ typedef struct uq__layer {
 /* 1 when a decode of `grid` on this layer and target is launched as a
  * programmatic dependent: its launch and block start-up then overlap the
  * previous kernel's tail (the partition reduce of the step before lets
- * it in at the reduce's start where the reduce is one wave of blocks, as
- * its blocks exit otherwise: templates/passes/reduce.hip). */
+ * it in at the reduce's start where the reduce has few rows, as its
+ * blocks exit otherwise: templates/passes/reduce.hip). */
 int uq__decode_dependent(const uq__layer *layer, const uq__target_info *info,
                          const uint32_t grid[3]);
 

@@ -26,13 +26,13 @@ constexpr int UQ_REDUCE_DQ = UQ_HEAD_DIM / UQ_REDUCE_VEC;         /* threads a r
 constexpr int UQ_REDUCE_LANES = UQ_REDUCE_THREADS / UQ_REDUCE_DQ; /* partition lanes */
 constexpr int UQ_REDUCE_TRIPS = (UQ_NUM_PARTITIONS + UQ_REDUCE_LANES - 1) / UQ_REDUCE_LANES;
 /* The most live rows (blocks) for which the reduce lets its dependent in
- * at its start: a grid this size is one wave of reduce blocks on an
- * H100/H200. On one H100 (docs/BENCHMARKS-LOG.md, 2026-12-07, "The
- * reduce's early trigger, and 1024-token partitions") a chained
- * B=64/2048/1:16 step (1024 rows) took 28.05 us with the early trigger and
- * 21.41 without, where grids of up to 512 rows took 0.6-3.0% less with it
- * (1/1024/4:6 5.71 against 5.88 us, 8/1024/1:16 6.36 against 6.53,
- * 32/2048/1:16 13.35 against 13.48). */
+ * at its start, measured on one H100 (docs/BENCHMARKS-LOG.md,
+ * 2026-12-07, "The reduce's early trigger, and 1024-token partitions" and
+ * "df4a965"): a chained B=64/2048/1:16 step (1024 rows) took 28.05 us with
+ * the early trigger and 21.41 without; grids of up to 512 rows took
+ * 0.6-3.0% less with it (1/1024/4:6 5.71 against 5.88 us, 8/1024/1:16
+ * 6.36 against 6.53, 32/2048/1:16 13.35 against 13.48); 768 rows ran the
+ * same either way. */
 constexpr uq_i64 UQ_REDUCE_EARLY_DEPENDENTS = 512;
 /* Partials row: D floats plus one pad after each 32, so that phase 2's
  * reads of consecutive dims are conflict-free and phase 1's 8-float
@@ -66,11 +66,11 @@ UQ_KERNEL UQ_LAUNCH_BOUNDS(UQ_REDUCE_THREADS) void UQ_KERNEL_NAME(uq_reduce_para
   const int tid = uq_tid();
   uq_grid_wait(); /* the decode's partitions are complete and visible */
   /* A kernel launched as this one's programmatic dependent (the next
-   * step's decode, for small decode grids) may be scheduled now, where
-   * this grid's live rows are few enough to be resident in one wave;
-   * otherwise it is let in as this grid's blocks exit, since its blocks,
-   * resident and waiting, would hold the slots the reduce's later blocks
-   * need (UQ_REDUCE_EARLY_DEPENDENTS). */
+   * step's decode, for small decode grids) may be scheduled now where
+   * this grid's live rows are few; otherwise it is let in as this grid's
+   * blocks exit, since its blocks, resident and waiting, would hold
+   * registers and slots the reduce's blocks need
+   * (UQ_REDUCE_EARLY_DEPENDENTS). */
   if ((uq_i64)p.batch * UQ_NUM_KV_HEADS * UQ_QG <= UQ_REDUCE_EARLY_DEPENDENTS)
     uq_grid_dependents();
   if (b >= p.batch || h >= UQ_NUM_KV_HEADS * UQ_QG)

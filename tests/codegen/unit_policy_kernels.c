@@ -298,7 +298,7 @@ static void policy_layers_share_the_launch_contract(void **state) {
 /* The warpgroup layer gives a partition 64 tokens at least where vLLM
  * gives 192, doubles the partitions toward one 64-token chunk each while
  * B x Hk x P stays within 128 blocks, halves them while it stays at 512
- * blocks or more, and once more while it stays at 256 with partitions of
+ * blocks or more, and once more if it stays at 256 with partitions of
  * 512 tokens at most, or 1024 where 8 or more are left (hand-worked rows:
  * vLLM's P / TGPP as in unit_policy.c's rows, then the layer's); the
  * matrix layer on the same target keeps vLLM's. */
